@@ -1,0 +1,8 @@
+# Build options; all prefixed KUBETUNE_.
+option(KUBETUNE_BUILD_PYTHON "Build the pybind11 extension _kubetune" OFF)
+option(KUBETUNE_BUILD_TESTS "Build GoogleTest suites and the C API test" OFF)
+option(KUBETUNE_BUILD_BENCHMARKS "Build Google Benchmark programs" OFF)
+option(KUBETUNE_ENABLE_OPENMP "Use OpenMP for CPU parallel loops" ON)
+option(KUBETUNE_ENABLE_CUDA "Compile the CUDA sources (needs nvcc)" OFF)
+option(KUBETUNE_INSTALL "Generate install rules (headers, C library, CMake package)" ON)
+set(KUBETUNE_CUDA_ARCHITECTURES "80;90" CACHE STRING "Explicit CUDA architectures (never 'native')")

@@ -1,0 +1,18 @@
+// Shared declarations for the pybind11 translation units (one bind_<module>.cpp per C++ module).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace kubetune::python {
+namespace py = pybind11;
+
+void bind_core(py::module_& m);           // SearchSpace, Study, Trial, device queries
+void bind_search(py::module_& m);         // RandomSearch, GridSearch, Sobol, functions
+void bind_tpe(py::module_& m);            // TPE
+void bind_gp(py::module_& m);             // GP
+void bind_multifidelity(py::module_& m);  // Hyperband, ASHA, BOHB, MedianStop
+void bind_autoscale(py::module_& m);      // submodule autoscale
+void bind_gpu(py::module_& m);            // submodule sched
+void bind_nas(py::module_& m);            // submodule nas
+
+}  // namespace kubetune::python

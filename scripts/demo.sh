@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# README's main command: set up, install the kubetune wheel into .venv (pip install .), run the demo.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+bash scripts/setup.sh
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+"$ROOT/.venv/bin/python" -m pip install -q --no-build-isolation "$ROOT"
+cd /tmp && exec "$ROOT/.venv/bin/python" -m kubetune.demo "$@"

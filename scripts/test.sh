@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# README's test command: set up, build, then run every suite (C++ ctest incl. the C API test, install
+# consumer, CUDA compile check when nvcc exists, and pytest). Exits non-zero if anything fails or no test ran.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+start=$(date +%s)
+bash scripts/setup.sh
+bash scripts/build.sh
+echo "== ctest (C++ suites and the C API test)"
+ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
+echo "== install tree + examples/cpp via find_package(kubetune)"
+bash scripts/check_install.sh
+if command -v nvcc >/dev/null 2>&1 && [[ "${KUBETUNE_SKIP_CUDA_CHECK:-0}" != 1 ]]; then
+  echo "== CUDA sources compile (one architecture)"
+  bash scripts/check_cuda_compile.sh
+fi
+echo "== pytest"
+PYTHONPATH="$ROOT/python" "$ROOT/.venv/bin/python" -m pytest -q tests/python
+echo "[test] all suites passed in $(( $(date +%s) - start )) s"
