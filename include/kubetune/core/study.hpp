@@ -1,0 +1,78 @@
+// Study: the ask / tell / report / prune loop over a search space, thread-safe and persisted atomically.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kubetune/core/searcher.hpp"
+
+namespace kubetune {
+
+/// A study owns its trials. Same seed + same tells => same asks, bit for bit (each ask draws from
+/// Rng(seed, ask counter), and searchers are stateless beyond their config). All methods are thread-safe.
+class Study {
+ public:
+  Study(SearchSpace space, std::unique_ptr<Searcher> searcher,
+        std::vector<Direction> directions = {Direction::Minimize}, std::uint64_t seed = 0,
+        std::unique_ptr<Pruner> pruner = nullptr);
+  Study(const Study&) = delete;
+  Study& operator=(const Study&) = delete;
+
+  /// Hand out up to n trials (enqueued ones first). Fewer than n (maybe none) => the space is exhausted.
+  std::vector<Trial> ask(std::size_t n = 1);
+  /// Record the objective; NaN/inf records the trial as failed (searchers never see the value).
+  TrialState tell(std::int64_t id, double value);
+  TrialState tell(std::int64_t id, const std::vector<double>& values);
+  /// Finish a trial as failed or pruned without a value (a pruned trial keeps its learning curve).
+  void tell_state(std::int64_t id, TrialState state);
+  /// Intermediate value at `step` for pruning (a repeated step overwrites).
+  void report(std::int64_t id, std::int64_t step, double value);
+  bool should_prune(std::int64_t id);
+  /// Best complete trial for objective 0 (nullopt if none complete).
+  std::optional<Trial> best() const;
+  std::vector<Trial> trials() const;
+  Trial trial(std::int64_t id) const;
+  std::size_t n_trials() const;
+  /// Warm start: the next ask returns this assignment before asking the searcher.
+  std::int64_t enqueue(const Assignment& a);
+  /// Add a finished trial (e.g. from an earlier run). state must be final.
+  std::int64_t add_trial(const Assignment& a, const std::vector<double>& values,
+                         TrialState state = TrialState::Complete,
+                         const std::vector<std::pair<std::int64_t, double>>& intermediate = {});
+  void set_user_attr(std::int64_t id, const std::string& key, const std::string& value);
+  /// True once an ask returned fewer trials than requested because the searcher had nothing new.
+  bool exhausted() const;
+
+  const SearchSpace& space() const noexcept { return space_; }
+  const std::vector<Direction>& directions() const noexcept { return directions_; }
+  std::uint64_t seed() const noexcept { return seed_; }
+  nlohmann::json searcher_config() const;
+  std::optional<nlohmann::json> pruner_config() const;
+
+  nlohmann::json to_json() const;
+  static std::unique_ptr<Study> from_json(const nlohmann::json& j);
+  /// Atomic write: temp file in the same folder, fsync, rename (and fsync of the folder).
+  void save(const std::string& path) const;
+  /// Throws IoError / InvalidArgument on a missing, truncated or corrupt file; never modifies it.
+  static std::unique_ptr<Study> load(const std::string& path);
+
+ private:
+  Trial& find_locked(std::int64_t id);
+  void finish_locked(Trial& t, TrialState s);
+
+  mutable std::mutex mu_;
+  SearchSpace space_;
+  std::unique_ptr<Searcher> searcher_;
+  std::unique_ptr<Pruner> pruner_;
+  std::vector<Direction> directions_;
+  std::uint64_t seed_;
+  std::uint64_t ask_counter_ = 0;
+  bool exhausted_ = false;
+  std::vector<Trial> trials_;
+};
+
+}  // namespace kubetune
