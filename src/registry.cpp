@@ -2,7 +2,7 @@
 #include <mutex>
 
 #include "kubetune/core/searcher.hpp"
-#include "kubetune/search/random.hpp"
+#include "kubetune/search/registration.hpp"
 
 namespace kubetune {
 
@@ -10,8 +10,9 @@ void register_builtins() {
   static std::once_flag once;
   std::call_once(once, [] {
     search::register_basic_searchers();
-    // Each search module registers its own types here as it lands:
-    // search::register_tpe(); search::register_gp(); search::register_multifidelity();
+    search::register_tpe();
+    search::register_gp();
+    search::register_multifidelity();
   });
 }
 

@@ -25,7 +25,5 @@ class RandomSearch final : public Searcher {
   Config cfg_;
 };
 
-/// Registers "random", "grid" and "sobol".
-void register_basic_searchers();
 
 }  // namespace kubetune::search

@@ -1,5 +1,6 @@
 // Registration of the basic searchers (random, grid, sobol) with the core registry.
 #include "kubetune/search/random.hpp"
+#include "kubetune/search/registration.hpp"
 
 namespace kubetune::search {
 
