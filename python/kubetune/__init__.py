@@ -7,37 +7,35 @@ from __future__ import annotations
 
 from . import _kubetune as _native
 from ._kubetune import (  # noqa: F401  (re-exports)
+    Pruner,
+    SearchExhausted,
+    Searcher,
     SearchSpace,
     Study,
     Trial,
     TrialState,
-    RandomSearch,
-    GridSearch,
-    Sobol,
-    cuda_available,
     built_with_cuda,
+    cuda_available,
+    cuda_device_count,
+    make_searcher,
+    registered_pruners,
+    registered_searchers,
 )
-from .study import _install_study_helpers
-from . import functions  # noqa: F401
+from .study import TrialPruned, RunningTrial, _install_study_helpers
 
 _install_study_helpers(Study)
 
-try:  # searchers filled in by later modules; absent names are simply not exported
-    from ._kubetune import TPE  # noqa: F401
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from ._kubetune import GP  # noqa: F401
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from ._kubetune import Hyperband, ASHA, BOHB, MedianStop, PercentilePruner  # noqa: F401
-except ImportError:  # pragma: no cover
-    pass
+# Searchers and pruners implemented in C++ (each module binds its own classes).
+for _name in ("RandomSearch", "GridSearch", "Sobol", "TPE", "GP", "Hyperband", "ASHA", "BOHB", "MedianStop",
+              "PercentilePruner"):
+    if hasattr(_native, _name):
+        globals()[_name] = getattr(_native, _name)
+del _name
 
+from . import functions  # noqa: E402,F401
 from . import autoscale  # noqa: E402,F401
 from . import sched  # noqa: E402,F401
 from . import nas  # noqa: E402,F401
 
 __version__ = _native.__version__
-__all__ = [n for n in dir() if not n.startswith("_")]
+__all__ = sorted(n for n in dir() if not n.startswith("_"))
