@@ -22,11 +22,25 @@ PYBIND11_MODULE(_kubetune, m) {
     }
   });
   bind_core(m);
+#ifdef KT_HAVE_SEARCH
   bind_search(m);
+#endif
+#ifdef KT_HAVE_TPE
   bind_tpe(m);
+#endif
+#ifdef KT_HAVE_GP
   bind_gp(m);
+#endif
+#ifdef KT_HAVE_MULTIFIDELITY
   bind_multifidelity(m);
+#endif
+#ifdef KT_HAVE_AUTOSCALE
   bind_autoscale(m);
+#endif
+#ifdef KT_HAVE_GPU
   bind_gpu(m);
+#endif
+#ifdef KT_HAVE_NAS
   bind_nas(m);
+#endif
 }
