@@ -49,7 +49,7 @@ function(kubetune_add_all_tests)
   # The C API from plain C99.
   add_executable(kubetune_test_c ${PROJECT_SOURCE_DIR}/tests/c/test_c_api.c)
   set_target_properties(kubetune_test_c PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON)
-  target_link_libraries(kubetune_test_c PRIVATE kubetune_c)
+  target_link_libraries(kubetune_test_c PRIVATE kubetune_c m)
   add_test(NAME c_api COMMAND kubetune_test_c WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
   set_tests_properties(c_api PROPERTIES LABELS "c")
 endfunction()

@@ -1,10 +1,37 @@
-/* kubetune C API: study functions. Include <kubetune/c_api.h> rather than this file. */
+/* kubetune C API: studies (ask / tell / report / prune / save / load). Include <kubetune/c_api.h>. */
 #ifndef KUBETUNE_C_API_STUDY_H
 #define KUBETUNE_C_API_STUDY_H
 #include "kubetune/c_api.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+typedef struct kt_study kt_study; /* opaque; thread-safe; free with kt_study_free */
+
+/* Create a study from JSON:
+ *   {"space": {"parameters": [...]}            kubetune format (or "katib_parameters": [Katib list]),
+ *    "searcher": {"type": "random", ...},      or a type name string; default random,
+ *    "direction": "minimize" | "maximize",     or "directions": [...],
+ *    "seed": 0, "pruner": {"type": ...}}                                                         */
+KT_API int kt_study_create(const char* config_json, kt_study** out, char** err_out);
+KT_API void kt_study_free(kt_study* study);
+/* Ask up to n trials; *trials_json = [{"id": 0, "params": {"x": 1.5, ...}}, ...] (fewer => exhausted). */
+KT_API int kt_study_ask(kt_study* study, int n, char** trials_json, char** err_out);
+/* Record an objective value (NaN/inf records the trial as failed). */
+KT_API int kt_study_tell(kt_study* study, int64_t trial_id, double value, char** err_out);
+/* Finish a trial as "failed" or "pruned". */
+KT_API int kt_study_tell_state(kt_study* study, int64_t trial_id, const char* state, char** err_out);
+KT_API int kt_study_report(kt_study* study, int64_t trial_id, int64_t step, double value, char** err_out);
+KT_API int kt_study_should_prune(kt_study* study, int64_t trial_id, int* prune_out, char** err_out);
+/* Warm start: the next ask returns this assignment ({"x": 1.0, "c": "a"}). */
+KT_API int kt_study_enqueue(kt_study* study, const char* params_json, int64_t* trial_id_out, char** err_out);
+/* *best_json = {"id":..,"params":{..},"value":..} or "null" when no trial is complete. */
+KT_API int kt_study_best(kt_study* study, char** best_json, char** err_out);
+/* *json = the whole study (same document as the saved file). */
+KT_API int kt_study_to_json(kt_study* study, char** json, char** err_out);
+KT_API int kt_study_n_trials(kt_study* study, int64_t* n_out, char** err_out);
+KT_API int kt_study_save(kt_study* study, const char* path, char** err_out);
+KT_API int kt_study_load(const char* path, kt_study** out, char** err_out);
 
 #ifdef __cplusplus
 }
