@@ -1,0 +1,235 @@
+// DARTS bilevel optimisation: architect (first/second order) + weight optimiser + epoch loop.
+#include "kubetune/nas/darts.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "kubetune/core/error.hpp"
+
+namespace kubetune::nas {
+
+void DartsConfig::validate() const {
+  net.validate();
+  KT_CHECK(batch_size >= 2, InvalidArgument, "param 'batch_size' = ", batch_size, " must be >= 2");
+  KT_CHECK(eval_batch_size >= 1, InvalidArgument, "param 'eval_batch_size' = ", eval_batch_size, " must be >= 1");
+  KT_CHECK(w_lr > 0, InvalidArgument, "param 'w_lr' = ", w_lr, " must be > 0");
+  KT_CHECK(w_lr_min >= 0 && w_lr_min <= w_lr, InvalidArgument, "param 'w_lr_min' = ", w_lr_min, " must be in [0, w_lr]");
+  KT_CHECK(w_momentum >= 0 && w_momentum < 1, InvalidArgument, "param 'w_momentum' = ", w_momentum,
+           " must be in [0, 1)");
+  KT_CHECK(w_weight_decay >= 0, InvalidArgument, "param 'w_weight_decay' = ", w_weight_decay, " must be >= 0");
+  KT_CHECK(alpha_lr > 0, InvalidArgument, "param 'alpha_lr' = ", alpha_lr, " must be > 0");
+  KT_CHECK(alpha_beta1 >= 0 && alpha_beta1 < 1, InvalidArgument, "param 'alpha_beta1' = ", alpha_beta1,
+           " must be in [0, 1)");
+  KT_CHECK(alpha_beta2 >= 0 && alpha_beta2 < 1, InvalidArgument, "param 'alpha_beta2' = ", alpha_beta2,
+           " must be in [0, 1)");
+  KT_CHECK(alpha_weight_decay >= 0, InvalidArgument, "param 'alpha_weight_decay' = ", alpha_weight_decay,
+           " must be >= 0");
+  KT_CHECK(train_portion > 0 && train_portion < 1, InvalidArgument, "param 'train_portion' = ", train_portion,
+           " must be in (0, 1)");
+}
+
+Darts::Darts(const DartsConfig& config, Device device) : config_(config), device_(device) {
+  config_.validate();
+  set_num_threads(config_.threads);
+  net_ = std::make_unique<Supernet>(config_.net, device, config_.seed);
+  adam_m_.assign(net_->alphas().size(), 0.0f);
+  adam_v_.assign(net_->alphas().size(), 0.0f);
+}
+
+Darts::~Darts() = default;
+
+double Darts::lr_at(int e, int epochs) const {
+  const double pi = 3.14159265358979323846;
+  if (epochs <= 0) return config_.w_lr;
+  return config_.w_lr_min + 0.5 * (config_.w_lr - config_.w_lr_min) * (1.0 + std::cos(pi * e / epochs));
+}
+
+Batch Darts::make_batch(const float* X, const int* y, const std::vector<int>& rows, int c, int h, int w) const {
+  const std::size_t per = static_cast<std::size_t>(c) * h * w;
+  std::vector<float> xb(rows.size() * per), yb(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::copy(X + rows[i] * per, X + (rows[i] + 1) * per, xb.begin() + i * per);
+    yb[i] = static_cast<float>(y[rows[i]]);
+  }
+  const int n = static_cast<int>(rows.size());
+  return {Tensor::from_host(xb.data(), {n, c, h, w}, device_), Tensor::from_host(yb.data(), {n}, device_)};
+}
+
+double Darts::unrolled_val_loss(const Batch& train, const Batch& val, double xi) {
+  Supernet& net = *net_;
+  Tensor w0 = net.weights().clone();
+  net.forward_backward(train.x, train.labels, true, false);
+  // w' = w - xi * (momentum * buf + g + wd * w)
+  Tensor& w = net.weights();
+  axpy(w, net.weight_grads(), static_cast<float>(-xi));
+  axpy(w, w0, static_cast<float>(-xi * config_.w_weight_decay));
+  if (has_momentum_) axpy(w, momentum_buf_, static_cast<float>(-xi * config_.w_momentum));
+  Tensor logits = net.forward(val.x, true);
+  double loss = softmax_cross_entropy(logits, val.labels, false).loss;
+  net.weights().copy_from(w0);
+  return loss;
+}
+
+std::vector<float> Darts::architecture_gradient(const Batch& train, const Batch& val, double xi, bool second_order) {
+  Supernet& net = *net_;
+  if (!second_order) {
+    net.forward_backward(val.x, val.labels, false, true);
+    return net.alpha_grads();
+  }
+  Tensor w0 = net.weights().clone();
+  // virtual step w' (DARTS architect._compute_unrolled_model)
+  net.forward_backward(train.x, train.labels, true, false);
+  Tensor& w = net.weights();
+  axpy(w, net.weight_grads(), static_cast<float>(-xi));
+  axpy(w, w0, static_cast<float>(-xi * config_.w_weight_decay));
+  if (has_momentum_) axpy(w, momentum_buf_, static_cast<float>(-xi * config_.w_momentum));
+  // gradients of L_val at (w', alpha)
+  net.forward_backward(val.x, val.labels, true, true);
+  std::vector<float> dalpha = net.alpha_grads();
+  Tensor dw = net.weight_grads().clone();
+  const double norm = std::sqrt(squared_norm(dw));
+  if (norm > 0) {
+    // Hessian-vector product (d^2 L_train / d alpha d w) dw by central differences (DARTS eq. 8)
+    const double eps = 0.01 / norm;
+    net.weights().copy_from(w0);
+    axpy(net.weights(), dw, static_cast<float>(eps));
+    net.forward_backward(train.x, train.labels, false, true);
+    std::vector<float> gp = net.alpha_grads();
+    net.weights().copy_from(w0);
+    axpy(net.weights(), dw, static_cast<float>(-eps));
+    net.forward_backward(train.x, train.labels, false, true);
+    std::vector<float> gn = net.alpha_grads();
+    for (std::size_t i = 0; i < dalpha.size(); ++i)
+      dalpha[i] -= static_cast<float>(xi * (static_cast<double>(gp[i]) - gn[i]) / (2.0 * eps));
+  }
+  net.weights().copy_from(w0);
+  return dalpha;
+}
+
+PassResult Darts::step(const Batch& train, const Batch& val, double lr) {
+  Supernet& net = *net_;
+  // 1. architecture step (Adam on alpha, L2 weight decay as PyTorch's Adam)
+  std::vector<float> ga = architecture_gradient(train, val, lr, config_.second_order);
+  std::vector<float>& a = net.alphas();
+  ++adam_t_;
+  const double b1 = config_.alpha_beta1, b2 = config_.alpha_beta2;
+  const double bc1 = 1.0 - std::pow(b1, adam_t_), bc2 = 1.0 - std::pow(b2, adam_t_);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double g = ga[i] + config_.alpha_weight_decay * a[i];
+    adam_m_[i] = static_cast<float>(b1 * adam_m_[i] + (1 - b1) * g);
+    adam_v_[i] = static_cast<float>(b2 * adam_v_[i] + (1 - b2) * g * g);
+    a[i] -= static_cast<float>(config_.alpha_lr * (adam_m_[i] / bc1) / (std::sqrt(adam_v_[i] / bc2) + 1e-8));
+  }
+  // 2. weight step: SGD with momentum and weight decay, gradient norm clipped
+  PassResult r = net.forward_backward(train.x, train.labels, true, false);
+  Tensor& g = net.weight_grads();
+  if (config_.w_grad_clip > 0) {
+    const double norm = std::sqrt(squared_norm(g));
+    if (norm > config_.w_grad_clip) scale_inplace(g, static_cast<float>(config_.w_grad_clip / (norm + 1e-6)));
+  }
+  if (!has_momentum_) {
+    momentum_buf_ = Tensor::zeros(g.shape(), device_);
+    has_momentum_ = true;
+  }
+  sgd_momentum_step(net.weights(), g, momentum_buf_, static_cast<float>(lr), static_cast<float>(config_.w_momentum),
+                    static_cast<float>(config_.w_weight_decay));
+  return r;
+}
+
+std::pair<double, double> Darts::evaluate(const float* X, const int* y, int n, int c, int h, int w) {
+  double loss = 0;
+  long correct = 0;
+  for (int s = 0; s < n; s += config_.eval_batch_size) {
+    std::vector<int> rows(std::min(config_.eval_batch_size, n - s));
+    std::iota(rows.begin(), rows.end(), s);
+    Batch b = make_batch(X, y, rows, c, h, w);
+    auto ce = softmax_cross_entropy(net_->forward(b.x, false), b.labels, false);
+    loss += ce.loss * static_cast<double>(rows.size());
+    correct += ce.correct;
+  }
+  return {n ? loss / n : 0.0, n ? static_cast<double>(correct) / n : 0.0};
+}
+
+Genotype Darts::genotype() const {
+  const auto& cfg = net_->config();
+  return derive_genotype(net_->alpha_softmax(false), net_->alpha_softmax(true), cfg.nodes, cfg.multiplier, cfg.ops);
+}
+
+SearchResult Darts::search(const float* X, const int* y, int n, int c, int h, int w, int epochs,
+                           const std::function<bool(const EpochStats&)>& on_epoch,
+                           const std::function<void(int, int)>& on_step) {
+  const auto& cfg = net_->config();
+  KT_CHECK(X != nullptr && y != nullptr, InvalidArgument, "param 'X'/'y' must not be null");
+  KT_CHECK(epochs >= 1, InvalidArgument, "param 'epochs' = ", epochs, " must be >= 1");
+  KT_CHECK(c == cfg.in_channels, InvalidArgument, "param 'X' has ", c, " channels but in_channels = ",
+           cfg.in_channels);
+  KT_CHECK(h >= 4 && w >= 4, InvalidArgument, "param 'X' images are ", h, "x", w, ", need at least 4x4");
+  for (int i = 0; i < n; ++i)
+    KT_CHECK(y[i] >= 0 && y[i] < cfg.num_classes, InvalidArgument, "param 'y'[", i, "] = ", y[i],
+             " outside [0, num_classes=", cfg.num_classes, ")");
+  std::mt19937_64 rng(config_.seed + 1);
+  std::vector<int> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  std::shuffle(idx.begin(), idx.end(), rng);
+  const int n_train = static_cast<int>(std::floor(n * config_.train_portion));
+  KT_CHECK(n_train >= 2 && n - n_train >= 2, InvalidArgument, "param 'X' has ", n,
+           " samples: too few for train_portion = ", config_.train_portion);
+  std::vector<int> tr(idx.begin(), idx.begin() + n_train), va(idx.begin() + n_train, idx.end());
+  // validation rows gathered once for evaluation
+  std::vector<float> Xv(static_cast<std::size_t>(va.size()) * c * h * w);
+  std::vector<int> yv(va.size());
+  const std::size_t per = static_cast<std::size_t>(c) * h * w;
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    std::copy(X + va[i] * per, X + (va[i] + 1) * per, Xv.begin() + i * per);
+    yv[i] = y[va[i]];
+  }
+  const int B = std::min(config_.batch_size, n_train);
+  const int steps = std::max(1, n_train / B);
+  SearchResult result;
+  std::size_t vpos = va.size();
+  for (int e = 0; e < epochs; ++e) {
+    auto t0 = std::chrono::steady_clock::now();
+    const double lr = lr_at(e, epochs);
+    std::shuffle(tr.begin(), tr.end(), rng);
+    double tl = 0;
+    long tc = 0, tn = 0;
+    for (int s = 0; s < steps; ++s) {
+      std::vector<int> rt(tr.begin() + static_cast<std::ptrdiff_t>(s) * B, tr.begin() + static_cast<std::ptrdiff_t>(s + 1) * B);
+      std::vector<int> rv;
+      while (static_cast<int>(rv.size()) < std::min<int>(B, static_cast<int>(va.size()))) {
+        if (vpos >= va.size()) {
+          std::shuffle(va.begin(), va.end(), rng);
+          vpos = 0;
+        }
+        rv.push_back(va[vpos++]);
+      }
+      PassResult r = step(make_batch(X, y, rt, c, h, w), make_batch(X, y, rv, c, h, w), lr);
+      tl += r.loss * r.count;
+      tc += r.correct;
+      tn += r.count;
+      if (on_step) on_step(e * steps + s + 1, epochs * steps);
+    }
+    EpochStats st;
+    st.epoch = e;
+    st.lr = lr;
+    st.train_loss = tl / std::max<long>(tn, 1);
+    st.train_acc = static_cast<double>(tc) / std::max<long>(tn, 1);
+    auto [vl, vacc] = evaluate(Xv.data(), yv.data(), static_cast<int>(yv.size()), c, h, w);
+    st.val_loss = vl;
+    st.val_acc = vacc;
+    st.alpha_normal = net_->alpha_softmax(false);
+    st.alpha_reduce = net_->alpha_softmax(true);
+    st.genotype = genotype().to_darts_string();
+    st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    result.best_val_acc = std::max(result.best_val_acc, vacc);
+    result.history.push_back(st);
+    if (on_epoch && !on_epoch(st)) break;
+  }
+  result.genotype = genotype();
+  return result;
+}
+
+}  // namespace kubetune::nas

@@ -1,0 +1,600 @@
+// DARTS supernet: op space, candidate-op layers, mixed op, cells, network forward/backward.
+#include "kubetune/nas/supernet.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "kubetune/core/error.hpp"
+
+namespace kubetune::nas {
+
+// ================================================================= op space
+namespace {
+struct OpNames {
+  OpKind op;
+  const char* darts;
+  const char* katib;
+};
+constexpr OpNames kOpNames[] = {
+    {OpKind::None, "none", "none"},
+    {OpKind::MaxPool3x3, "max_pool_3x3", "max_pooling_3x3"},
+    {OpKind::AvgPool3x3, "avg_pool_3x3", "avg_pooling_3x3"},
+    {OpKind::SkipConnect, "skip_connect", "skip_connection"},
+    {OpKind::SepConv3x3, "sep_conv_3x3", "separable_convolution_3x3"},
+    {OpKind::SepConv5x5, "sep_conv_5x5", "separable_convolution_5x5"},
+    {OpKind::DilConv3x3, "dil_conv_3x3", "dilated_convolution_3x3"},
+    {OpKind::DilConv5x5, "dil_conv_5x5", "dilated_convolution_5x5"},
+};
+}  // namespace
+
+OpKind parse_op(const std::string& name) {
+  for (const auto& o : kOpNames)
+    if (name == o.darts || name == o.katib) return o.op;
+  if (name == "zero" || name == "identity") return name == "zero" ? OpKind::None : OpKind::SkipConnect;
+  KT_THROW(InvalidArgument, "param 'ops': unknown operation '", name,
+           "' (DARTS names: none, max_pool_3x3, avg_pool_3x3, skip_connect, sep_conv_3x3, sep_conv_5x5, "
+           "dil_conv_3x3, dil_conv_5x5; Katib names such as separable_convolution_3x3 are accepted)");
+}
+const char* op_name(OpKind op) noexcept { return kOpNames[static_cast<int>(op)].darts; }
+const char* katib_op_name(OpKind op) noexcept { return kOpNames[static_cast<int>(op)].katib; }
+std::vector<std::string> darts_ops() {
+  std::vector<std::string> v;
+  for (const auto& o : kOpNames) v.emplace_back(o.darts);
+  return v;
+}
+
+void SupernetConfig::validate() const {
+  KT_CHECK(in_channels >= 1, InvalidArgument, "param 'in_channels' = ", in_channels, " must be >= 1");
+  KT_CHECK(num_classes >= 2, InvalidArgument, "param 'num_classes' = ", num_classes, " must be >= 2");
+  KT_CHECK(channels >= 2 && channels % 2 == 0, InvalidArgument, "param 'channels' = ", channels,
+           " must be an even number >= 2");
+  KT_CHECK(layers >= 1, InvalidArgument, "param 'layers' = ", layers, " must be >= 1");
+  KT_CHECK(nodes >= 1, InvalidArgument, "param 'nodes' = ", nodes, " must be >= 1");
+  KT_CHECK(multiplier >= 1 && multiplier <= nodes, InvalidArgument, "param 'multiplier' = ", multiplier,
+           " must be in [1, nodes=", nodes, "]");
+  KT_CHECK(stem_multiplier >= 1, InvalidArgument, "param 'stem_multiplier' = ", stem_multiplier, " must be >= 1");
+  KT_CHECK(!ops.empty() && ops.size() <= 16, InvalidArgument, "param 'ops' must list 1..16 operations, got ",
+           ops.size());
+  std::vector<OpKind> seen;
+  for (const auto& o : ops) {
+    OpKind k = parse_op(o);
+    KT_CHECK(std::find(seen.begin(), seen.end(), k) == seen.end(), InvalidArgument, "param 'ops': '", o,
+             "' listed twice");
+    seen.push_back(k);
+  }
+}
+
+// ================================================================= parameters
+int ParamStore::add(std::vector<int> shape, Init init, int fan_in) {
+  KT_CHECK(!values_.defined(), StateError, "ParamStore::add after allocate");
+  std::int64_t n = shape_numel(shape);
+  specs_.push_back({total_, std::move(shape), init, std::max(fan_in, 1)});
+  total_ += (n + 15) / 16 * 16;  // 64-byte aligned views
+  return static_cast<int>(specs_.size()) - 1;
+}
+
+void ParamStore::allocate(Device device, std::uint64_t seed) {
+  std::vector<float> host(static_cast<std::size_t>(std::max<std::int64_t>(total_, 1)), 0.0f);
+  std::mt19937_64 rng(seed);
+  for (const auto& s : specs_) {
+    std::int64_t n = shape_numel(s.shape);
+    float* p = host.data() + s.offset;
+    if (s.init == Init::One) {
+      std::fill(p, p + n, 1.0f);
+    } else if (s.init == Init::KaimingUniform) {
+      const float b = 1.0f / std::sqrt(static_cast<float>(s.fan_in));
+      std::uniform_real_distribution<float> u(-b, b);
+      for (std::int64_t i = 0; i < n; ++i) p[i] = u(rng);
+    }
+  }
+  values_ = Tensor::from_host(host.data(), {static_cast<int>(host.size())}, device);
+  grads_ = Tensor::zeros({static_cast<int>(host.size())}, device);
+}
+
+Tensor ParamStore::value(int id) const { return values_.view(specs_[id].offset, specs_[id].shape); }
+Tensor ParamStore::grad(int id) const { return grads_.view(specs_[id].offset, specs_[id].shape); }
+
+// ================================================================= layers
+namespace detail {
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual Tensor forward(const Tensor& x, const PassContext& ctx) = 0;
+  virtual Tensor backward(const Tensor& dy, const PassContext& ctx) = 0;
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::Layer;
+
+/// Gradient view of parameter `id`, or null when weight gradients are off.
+struct GradRef {
+  Tensor t;
+  Tensor* ptr = nullptr;
+  GradRef(const PassContext& ctx, int id) {
+    if (ctx.param_grads && id >= 0) {
+      t = ctx.params->grad(id);
+      ptr = &t;
+    }
+  }
+};
+
+/// Batch norm with running statistics; affine optional.
+class BatchNorm {
+ public:
+  BatchNorm(ParamStore& p, ParamStore& b, int C, bool affine) {
+    if (affine) {
+      gamma_ = p.add({C}, ParamStore::Init::One);
+      beta_ = p.add({C}, ParamStore::Init::Zero);
+    }
+    rm_ = b.add({C}, ParamStore::Init::Zero);
+    rv_ = b.add({C}, ParamStore::Init::One);
+  }
+  Tensor forward(const Tensor& x, const PassContext& ctx) {
+    x_ = x;
+    Tensor g, bt, rm = ctx.buffers->value(rm_), rv = ctx.buffers->value(rv_);
+    if (gamma_ >= 0) {
+      g = ctx.params->value(gamma_);
+      bt = ctx.params->value(beta_);
+    }
+    return batch_norm_forward(x, gamma_ >= 0 ? &g : nullptr, gamma_ >= 0 ? &bt : nullptr, ctx.training, &cache_, &rm,
+                              &rv);
+  }
+  Tensor backward(const Tensor& dy, const PassContext& ctx) {
+    Tensor g;
+    if (gamma_ >= 0) g = ctx.params->value(gamma_);
+    GradRef dg(ctx, gamma_), db(ctx, beta_);
+    Tensor dx = batch_norm_backward(x_, dy, gamma_ >= 0 ? &g : nullptr, cache_, dg.ptr, db.ptr);
+    x_ = Tensor();
+    return dx;
+  }
+
+ private:
+  int gamma_ = -1, beta_ = -1, rm_ = -1, rv_ = -1;
+  Tensor x_;
+  BatchNormCache cache_;
+};
+
+/// Depthwise conv (k, stride, dilation) -> pointwise conv -> BN; input is already ReLU'd.
+class DwPwBn {
+ public:
+  DwPwBn(ParamStore& p, ParamStore& b, int Cin, int Cout, int k, int stride, int dilation, bool affine)
+      : k_(k), stride_(stride), dil_(dilation), pad_(dilation * (k - 1) / 2), bn_(p, b, Cout, affine) {
+    dw_ = p.add({Cin, 1, k, k}, ParamStore::Init::KaimingUniform, k * k);
+    pw_ = p.add({Cout, Cin}, ParamStore::Init::KaimingUniform, Cin);
+  }
+  Tensor forward(const Tensor& x, const PassContext& ctx) {
+    x_ = x;
+    mid_ = depthwise_conv2d_forward(x, ctx.params->value(dw_), stride_, pad_, dil_);
+    return bn_.forward(pointwise_conv_forward(mid_, ctx.params->value(pw_)), ctx);
+  }
+  Tensor backward(const Tensor& dy, const PassContext& ctx) {
+    Tensor d = bn_.backward(dy, ctx);
+    GradRef gpw(ctx, pw_), gdw(ctx, dw_);
+    d = pointwise_conv_backward(mid_, ctx.params->value(pw_), d, gpw.ptr);
+    d = depthwise_conv2d_backward(x_, ctx.params->value(dw_), d, stride_, pad_, dil_, gdw.ptr);
+    x_ = mid_ = Tensor();
+    return d;
+  }
+
+ private:
+  int k_, stride_, dil_, pad_;
+  int dw_ = -1, pw_ = -1;
+  BatchNorm bn_;
+  Tensor x_, mid_;
+};
+
+/// DARTS SepConv on a ReLU'd input: [dw(stride) pw BN] ReLU [dw pw BN].
+class SepConv : public Layer {
+ public:
+  SepConv(ParamStore& p, ParamStore& b, int C, int k, int stride, bool affine)
+      : a_(p, b, C, C, k, stride, 1, affine), b_(p, b, C, C, k, 1, 1, affine) {}
+  Tensor forward(const Tensor& x, const PassContext& ctx) override {
+    r_ = relu_forward(a_.forward(x, ctx));
+    return b_.forward(r_, ctx);
+  }
+  Tensor backward(const Tensor& dy, const PassContext& ctx) override {
+    Tensor d = relu_backward(r_, b_.backward(dy, ctx));
+    r_ = Tensor();
+    return a_.backward(d, ctx);
+  }
+
+ private:
+  DwPwBn a_, b_;
+  Tensor r_;
+};
+
+/// DARTS DilConv on a ReLU'd input: dw(k, stride, dilation 2) pw BN.
+class DilConv : public Layer {
+ public:
+  DilConv(ParamStore& p, ParamStore& b, int C, int k, int stride, bool affine) : a_(p, b, C, C, k, stride, 2, affine) {}
+  Tensor forward(const Tensor& x, const PassContext& ctx) override { return a_.forward(x, ctx); }
+  Tensor backward(const Tensor& dy, const PassContext& ctx) override { return a_.backward(dy, ctx); }
+
+ private:
+  DwPwBn a_;
+};
+
+/// 3x3 max/avg pool followed by BN without affine (as in DARTS' search MixedOp).
+class PoolBn : public Layer {
+ public:
+  PoolBn(ParamStore& p, ParamStore& b, int C, int stride, bool max) : stride_(stride), max_(max), bn_(p, b, C, false) {}
+  Tensor forward(const Tensor& x, const PassContext& ctx) override {
+    x_ = x;
+    return bn_.forward(max_ ? max_pool3x3_forward(x, stride_) : avg_pool3x3_forward(x, stride_), ctx);
+  }
+  Tensor backward(const Tensor& dy, const PassContext& ctx) override {
+    Tensor d = bn_.backward(dy, ctx);
+    d = max_ ? max_pool3x3_backward(x_, d, stride_) : avg_pool3x3_backward(x_.shape(), d, stride_);
+    x_ = Tensor();
+    return d;
+  }
+
+ private:
+  int stride_;
+  bool max_;
+  BatchNorm bn_;
+  Tensor x_;
+};
+
+/// DARTS FactorizedReduce (Cin -> Cout, halves H and W).
+class FactorizedReduce : public Layer {
+ public:
+  FactorizedReduce(ParamStore& p, ParamStore& b, int Cin, int Cout, bool affine) {
+    KT_CHECK(Cout % 2 == 0, InvalidArgument, "FactorizedReduce: output channels ", Cout, " must be even");
+    w1_ = p.add({Cout / 2, Cin}, ParamStore::Init::KaimingUniform, Cin);
+    w2_ = p.add({Cout / 2, Cin}, ParamStore::Init::KaimingUniform, Cin);
+    if (affine) {
+      g_ = p.add({Cout}, ParamStore::Init::One);
+      b_ = p.add({Cout}, ParamStore::Init::Zero);
+    }
+    rm_ = b.add({Cout}, ParamStore::Init::Zero);
+    rv_ = b.add({Cout}, ParamStore::Init::One);
+  }
+  Tensor forward(const Tensor& x, const PassContext& ctx) override {
+    x_ = x;
+    Tensor g, bt, rm = ctx.buffers->value(rm_), rv = ctx.buffers->value(rv_);
+    if (g_ >= 0) {
+      g = ctx.params->value(g_);
+      bt = ctx.params->value(b_);
+    }
+    return factorized_reduce_forward(x, ctx.params->value(w1_), ctx.params->value(w2_), g_ >= 0 ? &g : nullptr,
+                                     g_ >= 0 ? &bt : nullptr, ctx.training, &cache_, &rm, &rv);
+  }
+  Tensor backward(const Tensor& dy, const PassContext& ctx) override {
+    Tensor g;
+    if (g_ >= 0) g = ctx.params->value(g_);
+    GradRef d1(ctx, w1_), d2(ctx, w2_), dg(ctx, g_), db(ctx, b_);
+    Tensor dx = factorized_reduce_backward(x_, ctx.params->value(w1_), ctx.params->value(w2_), g_ >= 0 ? &g : nullptr,
+                                           dy, cache_, d1.ptr, d2.ptr, dg.ptr, db.ptr);
+    x_ = Tensor();
+    cache_ = FactorizedReduceCache();
+    return dx;
+  }
+
+ private:
+  int w1_ = -1, w2_ = -1, g_ = -1, b_ = -1, rm_ = -1, rv_ = -1;
+  Tensor x_;
+  FactorizedReduceCache cache_;
+};
+
+/// ReLU -> 1x1 conv -> BN (cell preprocessing).
+class ReluConvBn : public Layer {
+ public:
+  ReluConvBn(ParamStore& p, ParamStore& b, int Cin, int Cout, bool affine) : bn_(p, b, Cout, affine) {
+    w_ = p.add({Cout, Cin}, ParamStore::Init::KaimingUniform, Cin);
+  }
+  Tensor forward(const Tensor& x, const PassContext& ctx) override {
+    r_ = relu_forward(x);
+    return bn_.forward(pointwise_conv_forward(r_, ctx.params->value(w_)), ctx);
+  }
+  Tensor backward(const Tensor& dy, const PassContext& ctx) override {
+    GradRef gw(ctx, w_);
+    Tensor d = pointwise_conv_backward(r_, ctx.params->value(w_), bn_.backward(dy, ctx), gw.ptr);
+    d = relu_backward(r_, d);
+    r_ = Tensor();
+    return d;
+  }
+
+ private:
+  int w_ = -1;
+  BatchNorm bn_;
+  Tensor r_;
+};
+
+/// 3x3 conv -> BN (affine), the network stem.
+class Stem : public Layer {
+ public:
+  Stem(ParamStore& p, ParamStore& b, int Cin, int Cout) : bn_(p, b, Cout, true) {
+    w_ = p.add({Cout, Cin, 3, 3}, ParamStore::Init::KaimingUniform, Cin * 9);
+  }
+  Tensor forward(const Tensor& x, const PassContext& ctx) override {
+    x_ = x;
+    return bn_.forward(conv2d_forward(x, ctx.params->value(w_), 1, 1), ctx);
+  }
+  Tensor backward(const Tensor& dy, const PassContext& ctx) override {
+    GradRef gw(ctx, w_);
+    Tensor d = bn_.backward(dy, ctx);
+    if (gw.ptr) conv2d_backward(x_, ctx.params->value(w_), d, 1, 1, gw.ptr);  // dx of the input is not needed
+    x_ = Tensor();
+    return Tensor();
+  }
+
+ private:
+  int w_ = -1;
+  BatchNorm bn_;
+  Tensor x_;
+};
+
+bool takes_relu(OpKind k) {
+  return k == OpKind::SepConv3x3 || k == OpKind::SepConv5x5 || k == OpKind::DilConv3x3 || k == OpKind::DilConv5x5;
+}
+
+void accumulate(Tensor& acc, const Tensor& d) {
+  if (!acc.defined())
+    acc = d;
+  else
+    axpy(acc, d, 1.0f);
+}
+
+}  // namespace
+
+// ================================================================= mixed op
+MixedOp::MixedOp(ParamStore& p, ParamStore& b, int C, int stride, const std::vector<OpKind>& ops, bool affine)
+    : ops_(ops) {
+  for (OpKind k : ops_) {
+    std::unique_ptr<Layer> l;
+    switch (k) {
+      case OpKind::None: break;
+      case OpKind::MaxPool3x3: l = std::make_unique<PoolBn>(p, b, C, stride, true); break;
+      case OpKind::AvgPool3x3: l = std::make_unique<PoolBn>(p, b, C, stride, false); break;
+      case OpKind::SkipConnect:
+        if (stride != 1) l = std::make_unique<FactorizedReduce>(p, b, C, C, affine);
+        break;
+      case OpKind::SepConv3x3: l = std::make_unique<SepConv>(p, b, C, 3, stride, affine); break;
+      case OpKind::SepConv5x5: l = std::make_unique<SepConv>(p, b, C, 5, stride, affine); break;
+      case OpKind::DilConv3x3: l = std::make_unique<DilConv>(p, b, C, 3, stride, affine); break;
+      case OpKind::DilConv5x5: l = std::make_unique<DilConv>(p, b, C, 5, stride, affine); break;
+    }
+    uses_relu_ = uses_relu_ || takes_relu(k);
+    layers_.push_back(std::move(l));
+  }
+}
+MixedOp::~MixedOp() = default;
+MixedOp::MixedOp(MixedOp&&) noexcept = default;
+
+Tensor MixedOp::forward(const Tensor& x, const float* alpha, const PassContext& ctx) {
+  const int K = num_ops();
+  // softmax over the op logits
+  w_.assign(K, 0.0f);
+  float m = *std::max_element(alpha, alpha + K);
+  double z = 0.0;
+  for (int k = 0; k < K; ++k) z += std::exp(static_cast<double>(alpha[k] - m));
+  for (int k = 0; k < K; ++k) w_[k] = static_cast<float>(std::exp(static_cast<double>(alpha[k] - m)) / z);
+
+  x_ = x;
+  relu_ = uses_relu_ ? relu_forward(x) : Tensor();
+  outs_.assign(K, Tensor());
+  std::vector<const Tensor*> parts;
+  std::vector<float> ws;
+  for (int k = 0; k < K; ++k) {
+    if (ops_[k] == OpKind::None) continue;
+    if (layers_[k])
+      outs_[k] = layers_[k]->forward(takes_relu(ops_[k]) ? relu_ : x, ctx);
+    else
+      outs_[k] = x;  // identity
+    parts.push_back(&outs_[k]);
+    ws.push_back(w_[k]);
+  }
+  if (parts.empty()) {  // only 'none': the zero op of the right (possibly strided) shape
+    KT_THROW(InvalidArgument, "param 'ops': a search space of only 'none' has nothing to learn");
+  }
+  return weighted_sum(parts, ws);
+}
+
+Tensor MixedOp::backward(const Tensor& dy, float* dalpha, const PassContext& ctx) {
+  const int K = num_ops();
+  if (ctx.alpha_grads && dalpha) {
+    std::vector<const Tensor*> parts;
+    std::vector<int> idx;
+    for (int k = 0; k < K; ++k)
+      if (ops_[k] != OpKind::None) {
+        parts.push_back(&outs_[k]);
+        idx.push_back(k);
+      }
+    std::vector<double> g(K, 0.0);  // g_k = <dy, o_k>, zero for 'none'
+    auto dots = batched_dot(parts, dy);
+    for (std::size_t i = 0; i < idx.size(); ++i) g[idx[i]] = dots[i];
+    double wg = 0.0;
+    for (int k = 0; k < K; ++k) wg += w_[k] * g[k];
+    for (int k = 0; k < K; ++k) dalpha[k] += static_cast<float>(w_[k] * (g[k] - wg));
+  }
+  Tensor dx, drelu;
+  for (int k = 0; k < K; ++k) {
+    if (ops_[k] == OpKind::None) continue;
+    if (!layers_[k]) {  // identity: d/dx = w_k dy
+      if (!dx.defined()) {
+        dx = Tensor(dy.shape(), dy.device());
+        dx.zero();
+      }
+      axpy(dx, dy, w_[k]);
+      continue;
+    }
+    Tensor dk = dy.clone();
+    scale_inplace(dk, w_[k]);
+    Tensor di = layers_[k]->backward(dk, ctx);
+    accumulate(takes_relu(ops_[k]) ? drelu : dx, di);
+  }
+  if (drelu.defined()) accumulate(dx, relu_backward(relu_, drelu));
+  if (!dx.defined()) dx = Tensor::zeros(x_.shape(), x_.device());
+  outs_.clear();
+  x_ = relu_ = Tensor();
+  return dx;
+}
+
+// ================================================================= cell
+namespace detail {
+
+class Cell {
+ public:
+  Cell(ParamStore& p, ParamStore& b, const SupernetConfig& cfg, const std::vector<OpKind>& ops, int Cpp, int Cp, int C,
+       bool reduction, bool reduction_prev)
+      : nodes_(cfg.nodes), mult_(cfg.multiplier), C_(C), reduction_(reduction) {
+    if (reduction_prev)
+      pre0_ = std::make_unique<FactorizedReduce>(p, b, Cpp, C, false);
+    else
+      pre0_ = std::make_unique<ReluConvBn>(p, b, Cpp, C, false);
+    pre1_ = std::make_unique<ReluConvBn>(p, b, Cp, C, false);
+    for (int i = 0; i < nodes_; ++i)
+      for (int j = 0; j < 2 + i; ++j) edges_.emplace_back(p, b, C, (reduction && j < 2) ? 2 : 1, ops, cfg.affine);
+  }
+  bool reduction() const { return reduction_; }
+
+  Tensor forward(const Tensor& s0, const Tensor& s1, const float* alpha, int K, const PassContext& ctx) {
+    states_.assign(2 + nodes_, Tensor());
+    states_[0] = pre0_->forward(s0, ctx);
+    states_[1] = pre1_->forward(s1, ctx);
+    int e = 0;
+    for (int i = 0; i < nodes_; ++i) {
+      Tensor acc;
+      for (int j = 0; j < 2 + i; ++j, ++e) {
+        Tensor o = edges_[e].forward(states_[j], alpha + static_cast<std::ptrdiff_t>(e) * K, ctx);
+        accumulate(acc, o);
+      }
+      states_[2 + i] = acc;
+    }
+    std::vector<const Tensor*> parts;
+    for (int i = 2 + nodes_ - mult_; i < 2 + nodes_; ++i) parts.push_back(&states_[i]);
+    return concat_channels(parts);
+  }
+
+  /// Returns {ds0, ds1}; adds architecture gradients into dalpha.
+  std::pair<Tensor, Tensor> backward(const Tensor& dout, float* dalpha, int K, const PassContext& ctx) {
+    std::vector<Tensor> ds(2 + nodes_);
+    auto parts = split_channels(dout, std::vector<int>(mult_, C_));
+    for (int i = 0; i < mult_; ++i) ds[2 + nodes_ - mult_ + i] = parts[i];
+    for (int i = nodes_ - 1; i >= 0; --i) {
+      const int e0 = i * (i + 3) / 2;  // first edge of node i
+      if (!ds[2 + i].defined()) continue;  // node not used by the output (multiplier < nodes)
+      for (int j = 1 + i; j >= 0; --j) {
+        const int e = e0 + j;
+        accumulate(ds[j], edges_[e].backward(ds[2 + i], dalpha + static_cast<std::ptrdiff_t>(e) * K, ctx));
+      }
+    }
+    for (int j = 0; j < 2; ++j)
+      if (!ds[j].defined()) ds[j] = Tensor::zeros(states_[j].shape(), states_[j].device());
+    Tensor d0 = pre0_->backward(ds[0], ctx);
+    Tensor d1 = pre1_->backward(ds[1], ctx);
+    states_.clear();
+    return {d0, d1};
+  }
+
+ private:
+  int nodes_, mult_, C_;
+  bool reduction_;
+  std::unique_ptr<Layer> pre0_, pre1_;
+  std::vector<MixedOp> edges_;
+  std::vector<Tensor> states_;
+};
+
+}  // namespace detail
+
+// ================================================================= network
+Supernet::Supernet(const SupernetConfig& config, Device device, std::uint64_t seed)
+    : config_(config), device_(device) {
+  config_.validate();
+  for (const auto& o : config_.ops) ops_.push_back(parse_op(o));
+  const int L = config_.layers, C = config_.channels;
+  int Cstem = config_.stem_multiplier * C;
+  stem_ = std::make_unique<Stem>(params_, buffers_, config_.in_channels, Cstem);
+  int Cpp = Cstem, Cp = Cstem, Ccur = C;
+  bool reduction_prev = false;
+  for (int i = 0; i < L; ++i) {
+    bool reduction = (i == L / 3 || i == 2 * L / 3);
+    if (reduction) Ccur *= 2;
+    cells_.push_back(
+        std::make_unique<detail::Cell>(params_, buffers_, config_, ops_, Cpp, Cp, Ccur, reduction, reduction_prev));
+    reduction_prev = reduction;
+    Cpp = Cp;
+    Cp = config_.multiplier * Ccur;
+  }
+  fc_w_ = params_.add({config_.num_classes, Cp}, ParamStore::Init::KaimingUniform, Cp);
+  fc_b_ = params_.add({config_.num_classes}, ParamStore::Init::KaimingUniform, Cp);
+  params_.allocate(device, seed);
+  buffers_.allocate(device, seed);
+  // alpha ~ 1e-3 * N(0, 1) as in DARTS' model_search.py
+  const std::size_t n = 2 * static_cast<std::size_t>(num_edges()) * ops_.size();
+  alpha_.resize(n);
+  alpha_grad_.assign(n, 0.0f);
+  std::mt19937_64 rng(seed ^ 0x9E3779B97F4A7C15ULL);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& a : alpha_) a = 1e-3f * nd(rng);
+}
+
+Supernet::~Supernet() = default;
+
+Tensor Supernet::forward(const Tensor& x, bool training) {
+  KT_CHECK(x.defined() && x.ndim() == 4 && x.dim(1) == config_.in_channels, InvalidArgument,
+           "param 'x' must be [N, ", config_.in_channels, ", H, W], got ",
+           x.defined() ? x.shape_str() : std::string("undefined"));
+  KT_CHECK(x.device() == device_, InvalidArgument, "param 'x' is on ", device_name(x.device()),
+           " but the supernet is on ", device_name(device_));
+  PassContext ctx{&params_, &buffers_, training, false, false};
+  const int K = num_ops(), E = num_edges();
+  states_.assign(cells_.size() + 1, Tensor());
+  states_[0] = stem_->forward(x, ctx);
+  for (std::size_t i = 0; i < cells_.size(); ++i) {
+    const Tensor& s0 = states_[i == 0 ? 0 : i - 1];
+    const Tensor& s1 = states_[i];
+    const float* a = alpha_.data() + (cells_[i]->reduction() ? static_cast<std::ptrdiff_t>(E) * K : 0);
+    states_[i + 1] = cells_[i]->forward(s0, s1, a, K, ctx);
+  }
+  pooled_ = global_avg_pool_forward(states_.back());
+  return linear_forward(pooled_, params_.value(fc_w_), params_.value(fc_b_));
+}
+
+PassResult Supernet::forward_backward(const Tensor& x, const Tensor& labels, bool grad_weights, bool grad_alpha) {
+  Tensor logits = forward(x, true);
+  auto ce = softmax_cross_entropy(logits, labels, true);
+  PassResult r{ce.loss, ce.correct, x.dim(0)};
+  PassContext ctx{&params_, &buffers_, true, grad_weights, grad_alpha};
+  if (grad_weights) params_.grads().zero();
+  std::fill(alpha_grad_.begin(), alpha_grad_.end(), 0.0f);
+  const int K = num_ops(), E = num_edges();
+  Tensor dw = params_.grad(fc_w_), db = params_.grad(fc_b_);
+  Tensor dp = linear_backward(pooled_, params_.value(fc_w_), ce.dlogits, grad_weights ? &dw : nullptr,
+                              grad_weights ? &db : nullptr);
+  std::vector<Tensor> ds(states_.size());
+  ds.back() = global_avg_pool_backward(states_.back().shape(), dp);
+  for (int i = static_cast<int>(cells_.size()) - 1; i >= 0; --i) {
+    float* da = alpha_grad_.data() + (cells_[i]->reduction() ? static_cast<std::ptrdiff_t>(E) * K : 0);
+    auto [d0, d1] = cells_[i]->backward(ds[i + 1], da, K, ctx);
+    accumulate(ds[i == 0 ? 0 : i - 1], d0);
+    accumulate(ds[i], d1);
+    ds[i + 1] = Tensor();
+  }
+  if (grad_weights) stem_->backward(ds[0], ctx);
+  states_.clear();
+  pooled_ = Tensor();
+  return r;
+}
+
+std::vector<float> Supernet::alpha_softmax(bool reduce) const {
+  const int K = num_ops(), E = num_edges();
+  std::vector<float> out(static_cast<std::size_t>(E) * K);
+  const float* a = alpha_.data() + (reduce ? static_cast<std::ptrdiff_t>(E) * K : 0);
+  for (int e = 0; e < E; ++e) {
+    const float* r = a + static_cast<std::ptrdiff_t>(e) * K;
+    float m = *std::max_element(r, r + K);
+    double z = 0;
+    for (int k = 0; k < K; ++k) z += std::exp(static_cast<double>(r[k] - m));
+    for (int k = 0; k < K; ++k) out[static_cast<std::size_t>(e) * K + k] = static_cast<float>(std::exp(r[k] - m) / z);
+  }
+  return out;
+}
+
+}  // namespace kubetune::nas

@@ -1,0 +1,297 @@
+// Every nas op's backward against central finite differences (float32, small tensors, double accumulation).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "fd.hpp"
+#include "kubetune/core/error.hpp"
+#include "kubetune/nas/ops.hpp"
+
+using namespace kubetune::nas;
+using kt_test::numeric_grad;
+using kt_test::project;
+using kt_test::randn;
+using kt_test::rel_err;
+using kt_test::to_double;
+
+namespace {
+constexpr double kTol = 2e-2;  // float32 forward, h = 1e-2 central differences
+}
+
+TEST(NasOps, Conv2dGradients) {
+  std::mt19937_64 rng(1);
+  Tensor x = randn({2, 3, 5, 6}, rng), w = randn({4, 3, 3, 3}, rng, 0.5f);
+  for (int stride : {1, 2}) {
+    Tensor y = conv2d_forward(x, w, stride, 1);
+    ASSERT_EQ(y.dim(2), conv_out_size(5, 3, stride, 1));
+    Tensor r = randn(y.shape(), rng);
+    Tensor dw = Tensor::zeros(w.shape());
+    Tensor dx = conv2d_backward(x, w, r, stride, 1, &dw);
+    auto loss = [&] { return project(conv2d_forward(x, w, stride, 1), r); };
+    EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, loss)), kTol) << "stride " << stride;
+    EXPECT_LT(rel_err(to_double(dw), numeric_grad(w, loss)), kTol) << "stride " << stride;
+  }
+}
+
+TEST(NasOps, Conv2dMatchesDirectSum) {
+  std::mt19937_64 rng(2);
+  Tensor x = randn({1, 2, 4, 4}, rng), w = randn({1, 2, 3, 3}, rng);
+  Tensor y = conv2d_forward(x, w, 1, 1);
+  // hand computation of output (0, 0, 1, 2)
+  double s = 0;
+  for (int c = 0; c < 2; ++c)
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = 0; kw < 3; ++kw) {
+        int ih = 1 - 1 + kh, iw = 2 - 1 + kw;
+        if (ih < 0 || ih >= 4 || iw < 0 || iw >= 4) continue;
+        s += x.data()[(c * 4 + ih) * 4 + iw] * w.data()[(c * 3 + kh) * 3 + kw];
+      }
+  EXPECT_NEAR(y.data()[1 * 4 + 2], s, 1e-5);
+}
+
+class DepthwiseGrad : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+
+TEST_P(DepthwiseGrad, MatchesFiniteDifferences) {
+  auto [k, stride, dil] = GetParam();
+  std::mt19937_64 rng(10 + k * 7 + stride * 3 + dil);
+  const int pad = dil * (k - 1) / 2;
+  Tensor x = randn({2, 3, 7, 8}, rng), w = randn({3, 1, k, k}, rng, 0.5f);
+  Tensor y = depthwise_conv2d_forward(x, w, stride, pad, dil);
+  EXPECT_EQ(y.dim(2), conv_out_size(7, k, stride, pad, dil));
+  EXPECT_EQ(y.dim(3), conv_out_size(8, k, stride, pad, dil));
+  Tensor r = randn(y.shape(), rng);
+  Tensor dw = Tensor::zeros(w.shape());
+  Tensor dx = depthwise_conv2d_backward(x, w, r, stride, pad, dil, &dw);
+  auto loss = [&] { return project(depthwise_conv2d_forward(x, w, stride, pad, dil), r); };
+  EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, loss)), kTol);
+  EXPECT_LT(rel_err(to_double(dw), numeric_grad(w, loss)), kTol);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, DepthwiseGrad,
+                         ::testing::Combine(::testing::Values(3, 5), ::testing::Values(1, 2), ::testing::Values(1, 2)));
+
+TEST(NasOps, PointwiseGradients) {
+  std::mt19937_64 rng(3);
+  Tensor x = randn({2, 5, 3, 4}, rng), w = randn({6, 5}, rng);
+  Tensor y = pointwise_conv_forward(x, w);
+  // y[n, o, p] = sum_c W[o, c] x[n, c, p]
+  double s = 0;
+  for (int c = 0; c < 5; ++c) s += w.data()[2 * 5 + c] * x.data()[(1 * 5 + c) * 12 + 7];
+  EXPECT_NEAR(y.data()[(1 * 6 + 2) * 12 + 7], s, 1e-5);
+  Tensor r = randn(y.shape(), rng);
+  Tensor dw = Tensor::zeros(w.shape());
+  Tensor dx = pointwise_conv_backward(x, w, r, &dw);
+  auto loss = [&] { return project(pointwise_conv_forward(x, w), r); };
+  EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, loss)), kTol);
+  EXPECT_LT(rel_err(to_double(dw), numeric_grad(w, loss)), kTol);
+}
+
+TEST(NasOps, ReluGradient) {
+  std::mt19937_64 rng(4);
+  Tensor x = randn({2, 2, 3, 3}, rng);
+  for (std::int64_t i = 0; i < x.numel(); ++i)  // keep away from the kink
+    if (std::abs(x.data()[i]) < 0.1f) x.data()[i] = 0.5f;
+  Tensor y = relu_forward(x);
+  Tensor r = randn(y.shape(), rng);
+  Tensor dx = relu_backward(y, r);
+  auto loss = [&] { return project(relu_forward(x), r); };
+  EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, loss)), 1e-3);
+}
+
+TEST(NasOps, BatchNormTrainingGradients) {
+  for (bool affine : {false, true}) {
+    std::mt19937_64 rng(5 + affine);
+    Tensor x = randn({3, 2, 3, 3}, rng, 2.0f), g = randn({2}, rng), b = randn({2}, rng);
+    Tensor* gp = affine ? &g : nullptr;
+    Tensor* bp = affine ? &b : nullptr;
+    BatchNormCache cache;
+    Tensor y = batch_norm_forward(x, gp, bp, true, &cache, nullptr, nullptr);
+    // normalised output: per-channel mean 0 and (biased) variance 1 without affine
+    if (!affine) {
+      for (int c = 0; c < 2; ++c) {
+        double s = 0, s2 = 0;
+        for (int n = 0; n < 3; ++n)
+          for (int i = 0; i < 9; ++i) {
+            double v = y.data()[(n * 2 + c) * 9 + i];
+            s += v;
+            s2 += v * v;
+          }
+        EXPECT_NEAR(s / 27, 0.0, 1e-5);
+        EXPECT_NEAR(s2 / 27, 1.0, 1e-3);
+      }
+    }
+    Tensor r = randn(y.shape(), rng);
+    Tensor dg = Tensor::zeros({2}), db = Tensor::zeros({2});
+    Tensor dx = batch_norm_backward(x, r, gp, cache, affine ? &dg : nullptr, affine ? &db : nullptr);
+    auto loss = [&] { return project(batch_norm_forward(x, gp, bp, true, nullptr, nullptr, nullptr), r); };
+    EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, loss, 5e-3)), kTol) << "affine " << affine;
+    if (affine) {
+      EXPECT_LT(rel_err(to_double(dg), numeric_grad(g, loss)), kTol);
+      EXPECT_LT(rel_err(to_double(db), numeric_grad(b, loss)), kTol);
+    }
+  }
+}
+
+TEST(NasOps, BatchNormRunningStatsAndEval) {
+  Tensor x({2, 1, 1, 2});
+  float v[] = {1, 2, 3, 6};
+  std::copy(v, v + 4, x.data());
+  Tensor rm = Tensor::zeros({1}), rv = Tensor::full({1}, 1.0f);
+  batch_norm_forward(x, nullptr, nullptr, true, nullptr, &rm, &rv, 0.1f);
+  // mean 3, unbiased variance ((4 + 1 + 0 + 9) / 3)
+  EXPECT_NEAR(rm.data()[0], 0.3, 1e-6);
+  EXPECT_NEAR(rv.data()[0], 0.9 + 0.1 * 14.0 / 3.0, 1e-5);
+  Tensor y = batch_norm_forward(x, nullptr, nullptr, false, nullptr, &rm, &rv);
+  EXPECT_NEAR(y.data()[0], (1 - 0.3) / std::sqrt(rv.data()[0] + 1e-5), 1e-5);
+  EXPECT_THROW(batch_norm_forward(x, nullptr, nullptr, false, nullptr, nullptr, nullptr), kubetune::InvalidArgument);
+}
+
+TEST(NasOps, PoolGradients) {
+  std::mt19937_64 rng(6);
+  for (int stride : {1, 2}) {
+    // distinct, well separated values so the max is stable under +-h
+    Tensor x({2, 2, 5, 6});
+    std::vector<int> perm(x.numel());
+    for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int>(i);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (std::int64_t i = 0; i < x.numel(); ++i) x.data()[i] = 0.1f * perm[i];
+    Tensor ym = max_pool3x3_forward(x, stride);
+    Tensor r = randn(ym.shape(), rng);
+    Tensor dx = max_pool3x3_backward(x, r, stride);
+    auto lm = [&] { return project(max_pool3x3_forward(x, stride), r); };
+    EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, lm, 1e-2)), 1e-3) << "max stride " << stride;
+
+    Tensor ya = avg_pool3x3_forward(x, stride);
+    Tensor dxa = avg_pool3x3_backward(x.shape(), r, stride);
+    auto la = [&] { return project(avg_pool3x3_forward(x, stride), r); };
+    EXPECT_LT(rel_err(to_double(dxa), numeric_grad(x, la)), kTol) << "avg stride " << stride;
+  }
+  // average excludes padding: a corner output averages 4 inputs
+  Tensor x = Tensor::full({1, 1, 3, 3}, 1.0f);
+  x.data()[0] = 5.0f;
+  Tensor y = avg_pool3x3_forward(x, 1);
+  EXPECT_NEAR(y.data()[0], (5 + 1 + 1 + 1) / 4.0, 1e-6);
+  EXPECT_NEAR(y.data()[4], (5 + 8) / 9.0, 1e-6);
+  EXPECT_FLOAT_EQ(max_pool3x3_forward(x, 1).data()[8], 1.0f);
+}
+
+TEST(NasOps, FactorizedReduceGradients) {
+  for (bool affine : {false, true}) {
+    std::mt19937_64 rng(7);
+    Tensor x = randn({2, 3, 4, 6}, rng);
+    for (std::int64_t i = 0; i < x.numel(); ++i)
+      if (std::abs(x.data()[i]) < 0.1f) x.data()[i] = -0.5f;
+    Tensor w1 = randn({2, 3}, rng), w2 = randn({2, 3}, rng), g = randn({4}, rng), b = randn({4}, rng);
+    Tensor* gp = affine ? &g : nullptr;
+    Tensor* bp = affine ? &b : nullptr;
+    FactorizedReduceCache cache;
+    Tensor y = factorized_reduce_forward(x, w1, w2, gp, bp, true, &cache, nullptr, nullptr);
+    ASSERT_EQ(y.shape(), (std::vector<int>{2, 4, 2, 3}));
+    Tensor r = randn(y.shape(), rng);
+    Tensor d1 = Tensor::zeros(w1.shape()), d2 = Tensor::zeros(w2.shape()), dg = Tensor::zeros({4}),
+           db = Tensor::zeros({4});
+    Tensor dx = factorized_reduce_backward(x, w1, w2, gp, r, cache, &d1, &d2, affine ? &dg : nullptr,
+                                           affine ? &db : nullptr);
+    auto loss = [&] { return project(factorized_reduce_forward(x, w1, w2, gp, bp, true, nullptr, nullptr, nullptr), r); };
+    EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, loss, 5e-3)), kTol);
+    EXPECT_LT(rel_err(to_double(d1), numeric_grad(w1, loss, 5e-3)), kTol);
+    EXPECT_LT(rel_err(to_double(d2), numeric_grad(w2, loss, 5e-3)), kTol);
+    if (affine) EXPECT_LT(rel_err(to_double(dg), numeric_grad(g, loss)), kTol);
+  }
+  std::mt19937_64 rng(8);
+  Tensor odd = randn({1, 2, 5, 4}, rng), w = randn({1, 2}, rng);
+  EXPECT_THROW(factorized_reduce_forward(odd, w, w, nullptr, nullptr, true, nullptr, nullptr, nullptr),
+               kubetune::InvalidArgument);
+}
+
+TEST(NasOps, GlobalPoolLinearAndLossGradients) {
+  std::mt19937_64 rng(9);
+  Tensor x = randn({3, 4, 2, 3}, rng);
+  Tensor p = global_avg_pool_forward(x);
+  Tensor r = randn(p.shape(), rng);
+  Tensor dx = global_avg_pool_backward(x.shape(), r);
+  auto lp = [&] { return project(global_avg_pool_forward(x), r); };
+  EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, lp)), 1e-3);
+
+  Tensor f = randn({3, 5}, rng), w = randn({4, 5}, rng), b = randn({4}, rng);
+  Tensor ry = randn({3, 4}, rng);
+  Tensor dw = Tensor::zeros(w.shape()), db = Tensor::zeros(b.shape());
+  Tensor df = linear_backward(f, w, ry, &dw, &db);
+  auto ll = [&] { return project(linear_forward(f, w, b), ry); };
+  EXPECT_LT(rel_err(to_double(df), numeric_grad(f, ll)), 1e-3);
+  EXPECT_LT(rel_err(to_double(dw), numeric_grad(w, ll)), 1e-3);
+  EXPECT_LT(rel_err(to_double(db), numeric_grad(b, ll)), 1e-3);
+
+  Tensor logits = randn({4, 5}, rng);
+  Tensor labels({4});
+  float lab[] = {0, 3, 4, 1};
+  std::copy(lab, lab + 4, labels.data());
+  auto ce = softmax_cross_entropy(logits, labels, true);
+  // closed form for row 0
+  double m = 0, z = 0, loss = 0;
+  for (int n = 0; n < 4; ++n) {
+    const float* row = logits.data() + n * 5;
+    m = *std::max_element(row, row + 5);
+    z = 0;
+    for (int k = 0; k < 5; ++k) z += std::exp(row[k] - m);
+    loss += m + std::log(z) - row[static_cast<int>(lab[n])];
+  }
+  EXPECT_NEAR(ce.loss, loss / 4, 1e-6);
+  auto lce = [&] { return softmax_cross_entropy(logits, labels, false).loss; };
+  EXPECT_LT(rel_err(to_double(ce.dlogits), numeric_grad(logits, lce, 1e-3)), 1e-2);
+  labels.data()[2] = 7;
+  EXPECT_THROW(softmax_cross_entropy(logits, labels, false), kubetune::InvalidArgument);
+}
+
+TEST(NasOps, SubsampleConcatSplit) {
+  std::mt19937_64 rng(11);
+  Tensor x = randn({2, 3, 4, 4}, rng);
+  Tensor s1 = subsample2_forward(x, 1);
+  EXPECT_FLOAT_EQ(s1.data()[0], x.data()[1 * 4 + 1]);
+  Tensor r = randn(s1.shape(), rng);
+  Tensor dx = subsample2_backward(x.shape(), r, 1);
+  auto l = [&] { return project(subsample2_forward(x, 1), r); };
+  EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, l)), 1e-3);
+  Tensor a = randn({2, 1, 2, 2}, rng), b = randn({2, 2, 2, 2}, rng);
+  Tensor c = concat_channels({&a, &b});
+  ASSERT_EQ(c.dim(1), 3);
+  EXPECT_FLOAT_EQ(c.data()[3 * 4 + 4 + 1], b.data()[4 * 2 + 1 - 4 + 4]);  // n=1, channel 1 = b[1, 0]
+  auto parts = split_channels(c, {1, 2});
+  EXPECT_EQ(kt_test::to_double(parts[1]), kt_test::to_double(b));
+}
+
+TEST(NasOps, FusedCombineAndDots) {
+  std::mt19937_64 rng(12);
+  Tensor a = randn({3, 2, 5, 5}, rng), b = randn({3, 2, 5, 5}, rng), c = randn({3, 2, 5, 5}, rng);
+  Tensor y = weighted_sum({&a, &b, &c}, {0.2f, 0.5f, 0.3f});
+  for (std::int64_t i = 0; i < y.numel(); i += 17)
+    EXPECT_NEAR(y.data()[i], 0.2 * a.data()[i] + 0.5 * b.data()[i] + 0.3 * c.data()[i], 1e-5);
+  auto d = batched_dot({&a, &b}, c);
+  EXPECT_NEAR(d[0], project(a, c), 1e-4);
+  EXPECT_NEAR(d[1], project(b, c), 1e-4);
+  EXPECT_THROW(weighted_sum({&a, &b}, {1.0f}), kubetune::InvalidArgument);
+}
+
+TEST(NasOps, OptimiserSteps) {
+  Tensor w = Tensor::full({2}, 1.0f), g = Tensor::full({2}, 0.5f), buf = Tensor::zeros({2});
+  sgd_momentum_step(w, g, buf, 0.1f, 0.9f, 0.01f);
+  EXPECT_NEAR(w.data()[0], 1.0 - 0.1 * 0.51, 1e-6);
+  sgd_momentum_step(w, g, buf, 0.1f, 0.9f, 0.0f);
+  EXPECT_NEAR(buf.data()[0], 0.9 * 0.51 + 0.5, 1e-6);
+  Tensor p = Tensor::full({1}, 1.0f), m = Tensor::zeros({1}), v = Tensor::zeros({1}), gg = Tensor::full({1}, 2.0f);
+  adam_step(p, gg, m, v, 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, 1);
+  EXPECT_NEAR(p.data()[0], 0.9, 1e-5);  // first Adam step moves by lr * sign(g)
+}
+
+TEST(NasOps, ErrorsNameTheProblem) {
+  Tensor x({1, 2, 4, 4}), w({3, 1, 3, 3});
+  try {
+    depthwise_conv2d_forward(x, w, 1, 1, 1);
+    FAIL();
+  } catch (const kubetune::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 1, k, k]"), std::string::npos);
+  }
+  EXPECT_THROW(parse_device("tpu"), kubetune::InvalidArgument);
+  EXPECT_EQ(parse_device("CUDA"), Device::CUDA);
+}
