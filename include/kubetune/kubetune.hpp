@@ -1,0 +1,11 @@
+// Umbrella header: the core API (spaces, studies, searcher registry). Module headers are included on demand.
+#pragma once
+
+#include "kubetune/core/device.hpp"
+#include "kubetune/core/error.hpp"
+#include "kubetune/core/parallel.hpp"
+#include "kubetune/core/rng.hpp"
+#include "kubetune/core/searcher.hpp"
+#include "kubetune/core/space.hpp"
+#include "kubetune/core/study.hpp"
+#include "kubetune/core/trial.hpp"
