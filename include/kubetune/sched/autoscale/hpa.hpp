@@ -1,0 +1,185 @@
+// Kubernetes HorizontalPodAutoscaler maths: replica calculator, tolerances, behaviours and stabilisation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kubetune::sched::autoscale {
+
+/// Usage-ratio band within which the HPA does not scale: [1 - scale_down, 1 + scale_up]. Default 0.1 both
+/// ways (kube-controller-manager --horizontal-pod-autoscaler-tolerance); per-HPA values as in the
+/// HPAConfigurableTolerance feature (behavior.scaleUp/scaleDown.tolerance).
+struct Tolerances {
+  double scale_down = 0.1;
+  double scale_up = 0.1;
+  bool is_within(double usage_ratio) const {
+    return (1.0 - scale_down) <= usage_ratio && usage_ratio <= (1.0 + scale_up);
+  }
+};
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed };
+/// Status of the pod's Ready condition (kNone: the condition is absent).
+enum class ReadyCondition { kNone, kTrue, kFalse };
+
+/// What the replica calculator reads about one pod. Metric and request values are milli-units, as the
+/// controller uses Quantity.MilliValue(). Times in seconds on the caller's clock.
+struct HpaPod {
+  PodPhase phase = PodPhase::kRunning;
+  bool deleting = false;  // deletionTimestamp set
+  ReadyCondition ready = ReadyCondition::kTrue;
+  double ready_transition_time = 0.0;  // lastTransitionTime of the Ready condition
+  std::optional<double> start_time = 0.0;
+  bool has_metric = true;
+  std::int64_t metric = 0;  // metric value (milli)
+  double metric_timestamp = 0.0;
+  double metric_window = 30.0;  // metrics-server window
+  std::int64_t request = 0;     // resource request (milli); used for utilisation targets
+};
+
+/// Controller flags that shape the calculation (kube-controller-manager defaults).
+struct ReplicaCalcConfig {
+  double cpu_initialization_period = 300.0;         // --horizontal-pod-autoscaler-cpu-initialization-period
+  double delay_of_initial_readiness_status = 30.0;  // --horizontal-pod-autoscaler-initial-readiness-delay
+};
+
+/// One metric's proposal. `valid == false` carries upstream's error text (e.g. no metrics for ready pods).
+struct ReplicaResult {
+  std::int32_t replicas = 0;
+  std::int64_t usage = 0;         // utilisation % (resource utilisation) or average/total usage (milli)
+  std::int64_t raw_average = 0;   // average raw usage (resource utilisation only)
+  bool valid = false;
+  std::string error;
+};
+
+/// Resource metric with an averageUtilization target (GetResourceReplicas): utilisation = 100 * sum(usage) /
+/// sum(requests) (integer), ratio = utilisation / target; pending, unready (CPU only: not ready, or still in
+/// the CPU initialisation period without a full metric window since readiness) and failed/deleted pods are
+/// set aside; missing metrics count as 100 % (or the target if higher) on scale-down and 0 on scale-up,
+/// unready pods as 0 on scale-up; no scaling if the adjusted ratio is in tolerance or flips direction.
+ReplicaResult resource_utilization_replicas(double now, std::int32_t current_replicas, std::int32_t target_utilization,
+                                            const std::vector<HpaPod>& pods, bool is_cpu = true,
+                                            const Tolerances& tol = {}, const ReplicaCalcConfig& cfg = {});
+/// Resource metric with an averageValue target (GetRawResourceReplicas -> calcPlainMetricReplicas).
+ReplicaResult resource_average_value_replicas(double now, std::int32_t current_replicas, std::int64_t target_average,
+                                              const std::vector<HpaPod>& pods, bool is_cpu = true,
+                                              const Tolerances& tol = {}, const ReplicaCalcConfig& cfg = {});
+/// Pods metric (averageValue per pod; GetMetricReplicas): as above without the CPU readiness rules.
+ReplicaResult pods_metric_replicas(double now, std::int32_t current_replicas, std::int64_t target_average,
+                                   const std::vector<HpaPod>& pods, const Tolerances& tol = {},
+                                   const ReplicaCalcConfig& cfg = {});
+/// Object metric, Value target: ratio = usage / target; replicas = ceil(ratio * ready pods), or ceil(ratio)
+/// when current is 0 (scale from zero).
+ReplicaResult object_value_replicas(std::int32_t current_replicas, std::int64_t usage, std::int64_t target,
+                                    std::int32_t ready_pods, const Tolerances& tol = {});
+/// Object metric, AverageValue target: ceil(usage / target) unless usage / (target * status replicas) is in tolerance.
+ReplicaResult object_average_value_replicas(std::int32_t status_replicas, std::int64_t usage,
+                                            std::int64_t target_average, const Tolerances& tol = {});
+/// External metric, Value target: the sum of the series against the target, as object_value_replicas.
+ReplicaResult external_value_replicas(std::int32_t current_replicas, const std::vector<std::int64_t>& values,
+                                      std::int64_t target, std::int32_t ready_pods, const Tolerances& tol = {});
+/// External metric, AverageValue target: the sum against target per pod, as object_average_value_replicas.
+ReplicaResult external_average_value_replicas(std::int32_t status_replicas, const std::vector<std::int64_t>& values,
+                                              std::int64_t target_average, const Tolerances& tol = {});
+/// Pods Running with Ready=True.
+std::int32_t ready_pod_count(const std::vector<HpaPod>& pods);
+
+enum class PolicyType { kPods, kPercent };
+enum class SelectPolicy { kMax, kMin, kDisabled };
+
+/// HPAScalingPolicy: change at most `value` pods / percent within `period_seconds`.
+struct ScalingPolicy {
+  PolicyType type = PolicyType::kPods;
+  std::int32_t value = 4;
+  std::int32_t period_seconds = 15;
+};
+
+/// HPAScalingRules. An unset stabilisation window takes the default (scale-up 0 s; scale-down the controller's
+/// --horizontal-pod-autoscaler-downscale-stabilization, 300 s).
+struct ScalingRules {
+  std::optional<std::int32_t> stabilization_window_seconds;
+  SelectPolicy select_policy = SelectPolicy::kMax;
+  std::vector<ScalingPolicy> policies;
+  std::optional<double> tolerance;
+  /// Validation of pkg/apis/autoscaling/validation (window [0, 3600], period (0, 1800], value > 0).
+  void validate(const char* which) const;
+};
+
+/// HorizontalPodAutoscalerBehavior with upstream's defaults (pkg/apis/autoscaling/v2/defaults.go):
+/// scale-up: window 0, Max of {4 pods, 100 %} per 15 s; scale-down: window from the controller, 100 % per 15 s.
+struct HpaBehavior {
+  ScalingRules scale_up = default_scale_up();
+  ScalingRules scale_down = default_scale_down();
+  static ScalingRules default_scale_up();
+  static ScalingRules default_scale_down();
+};
+
+struct HpaSpec {
+  std::int32_t min_replicas = 1;  // 0 only with the HPAScaleToZero feature gate
+  std::int32_t max_replicas = 10;
+  std::optional<HpaBehavior> behavior;  // unset: legacy rules (scale-up limit max(2 x current, 4))
+  void validate() const;
+  std::string to_json() const;
+  static HpaSpec from_json(const std::string& json);
+};
+
+struct HpaControllerConfig {
+  double downscale_stabilization_window = 300.0;
+  double tolerance = 0.1;
+  double sync_period = 15.0;
+  void validate() const;
+};
+
+struct HpaDecision {
+  std::int32_t desired_replicas = 0;
+  bool rescale = false;
+  std::int32_t metric_desired_replicas = -1;  // max over valid metrics (-1: none / not computed)
+  std::string reason;
+};
+
+/// The HPA controller's per-HPA state machine (pkg/controller/podautoscaler/horizontal.go): records
+/// recommendations and scale events with explicit time, combines several metrics (max; invalid metrics block
+/// scale-down), applies min/max, stabilisation (legacy downscale window, or behaviour up/down windows) and
+/// rate limits (legacy scale-up limit, or behaviour policies over their periods with selectPolicy).
+class HpaController {
+ public:
+  explicit HpaController(const HpaSpec& spec, const HpaControllerConfig& config = {});
+  /// One reconcile: `proposals` holds one entry per metric; nullopt marks a metric that failed.
+  HpaDecision reconcile(double now, std::int32_t current_replicas,
+                        const std::vector<std::optional<std::int32_t>>& proposals);
+  HpaDecision reconcile(double now, std::int32_t current_replicas, const std::vector<ReplicaResult>& proposals);
+  /// Tolerances this HPA uses (per-HPA values or the controller's).
+  Tolerances tolerances() const;
+  const HpaSpec& spec() const { return spec_; }
+
+  struct Recommendation {
+    std::int32_t replicas;
+    double time;
+  };
+  struct ScaleEvent {
+    std::int32_t change;
+    double time;
+    bool outdated;
+  };
+  const std::vector<Recommendation>& recommendations() const { return recs_; }
+
+ private:
+  std::int32_t normalize_legacy(double now, std::int32_t current, std::int32_t desired);
+  std::int32_t normalize_with_behavior(double now, std::int32_t current, std::int32_t desired);
+  void store_scale_event(double now, std::int32_t prev, std::int32_t next);
+
+  HpaSpec spec_;
+  HpaControllerConfig cfg_;
+  std::vector<Recommendation> recs_;
+  std::vector<ScaleEvent> up_events_, down_events_;
+};
+
+/// Proposed limits of behaviour policies (exposed for tests): the most replicas a scale-up may reach, and
+/// the fewest a scale-down may reach, given the scale events in the policies' periods before `now`.
+std::int32_t scale_up_limit(double now, std::int32_t current, const std::vector<HpaController::ScaleEvent>& up,
+                            const std::vector<HpaController::ScaleEvent>& down, const ScalingRules& rules);
+std::int32_t scale_down_limit(double now, std::int32_t current, const std::vector<HpaController::ScaleEvent>& up,
+                              const std::vector<HpaController::ScaleEvent>& down, const ScalingRules& rules);
+
+}  // namespace kubetune::sched::autoscale

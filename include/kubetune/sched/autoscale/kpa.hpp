@@ -1,0 +1,295 @@
+// Knative Pod Autoscaler (KPA) maths: config, metric collection, decider (panic mode) and scaler, explicit time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kubetune/sched/autoscale/window.hpp"
+
+namespace kubetune::sched::autoscale {
+
+/// Which metric a revision scales on (annotation autoscaling.knative.dev/metric).
+enum class ScalingMetric { kConcurrency, kRps };
+/// Averaging of the metric windows (annotation autoscaling.knative.dev/metric-aggregation-algorithm).
+enum class Aggregation { kLinear, kWeightedExponential };
+
+// Limits of knative.dev/serving pkg/apis/autoscaling (register.go).
+inline constexpr double kWindowMinSeconds = 6.0;
+inline constexpr double kWindowMaxSeconds = 3600.0;
+inline constexpr double kTargetMin = 0.01;
+inline constexpr double kPanicWindowPercentageMin = 1.0;
+inline constexpr double kPanicWindowPercentageMax = 100.0;
+inline constexpr double kPanicThresholdPercentageMin = 110.0;
+inline constexpr double kPanicThresholdPercentageMax = 1000.0;
+/// Metric bucket size (pkg/autoscaler/config BucketSize) and decider tick (pkg/autoscaler/scaling tickInterval).
+inline constexpr double kBucketSizeSeconds = 1.0;
+inline constexpr double kTickIntervalSeconds = 2.0;
+/// Minimum number of activators in the data path (pkg/reconciler/autoscaling/kpa minActivators).
+inline constexpr std::int32_t kMinActivators = 2;
+/// Activation timeout = progress deadline (600 s default) + 10 s buffer (kpa/scaler.go).
+inline constexpr double kDefaultActivationTimeoutSeconds = 610.0;
+
+/// Cluster-wide autoscaler settings (ConfigMap `config-autoscaler`), defaults as in Knative Serving 1.x
+/// (pkg/autoscaler/config/config.go). Durations in seconds; fractions, not percentages, where upstream stores
+/// fractions. `validate()` applies upstream's validation rules and names the key and value on failure.
+struct KpaConfig {
+  bool enable_scale_to_zero = true;
+  double container_concurrency_target_fraction = 0.7;  // container-concurrency-target-percentage (70)
+  double container_concurrency_target_default = 100.0;
+  double target_utilization = 0.7;  // used for the RPS metric
+  double rps_target_default = 200.0;
+  double target_burst_capacity = 211.0;  // -1 = unlimited (activator always in path), 0 = never
+  double max_scale_up_rate = 1000.0;
+  double max_scale_down_rate = 2.0;
+  double stable_window = 60.0;
+  double panic_window_percentage = 10.0;
+  double panic_threshold_percentage = 200.0;
+  double activator_capacity = 100.0;
+  double scale_to_zero_grace_period = 30.0;
+  double scale_to_zero_pod_retention_period = 0.0;
+  double scale_down_delay = 0.0;
+  std::int32_t initial_scale = 1;
+  bool allow_zero_initial_scale = false;
+  std::int32_t min_scale = 0;
+  std::int32_t max_scale = 0;  // 0 = unbounded
+  std::int32_t max_scale_limit = 0;
+  double activation_timeout = kDefaultActivationTimeoutSeconds;
+
+  /// Throws InvalidArgument naming the offending key when a rule of upstream's validate() fails.
+  void validate() const;
+  std::string to_json() const;
+  /// Accepts the snake_case field names of this struct; unknown keys are an error.
+  static KpaConfig from_json(const std::string& json);
+  /// Parses ConfigMap data as upstream does: kebab-case keys, Go durations ("60s", "1m30s"), and
+  /// container-concurrency-target-percentage > 1 read as a percentage. Validates.
+  static KpaConfig from_configmap(const std::map<std::string, std::string>& data);
+};
+
+/// Per-revision settings (PodAutoscaler spec + annotations). Unset optionals fall back to KpaConfig.
+struct KpaRevision {
+  ScalingMetric metric = ScalingMetric::kConcurrency;
+  Aggregation aggregation = Aggregation::kLinear;
+  std::int32_t container_concurrency = 0;  // 0 = unlimited
+  std::optional<double> target;            // autoscaling.knative.dev/target
+  std::optional<double> target_utilization_percentage;
+  std::optional<double> target_burst_capacity;
+  std::optional<double> window;  // stable window
+  std::optional<double> panic_window_percentage;
+  std::optional<double> panic_threshold_percentage;
+  std::optional<double> scale_down_delay;
+  std::optional<double> scale_to_zero_pod_retention_period;
+  std::optional<std::int32_t> initial_scale;
+  std::optional<std::int32_t> min_scale;
+  std::optional<std::int32_t> max_scale;
+  std::int32_t activation_scale = 1;
+  bool reachable = true;
+
+  /// Annotation validation (ranges as in pkg/apis/autoscaling/annotation_validation.go).
+  void validate() const;
+  std::string to_json() const;
+  static KpaRevision from_json(const std::string& json);
+};
+
+/// What the decider needs, resolved from config + revision (pkg/reconciler/autoscaling/kpa/resources MakeDecider).
+struct DeciderSpec {
+  double max_scale_up_rate = 1000.0;
+  double max_scale_down_rate = 2.0;
+  ScalingMetric metric = ScalingMetric::kConcurrency;
+  double target_value = 70.0;  // per-pod target of the metric
+  double total_value = 100.0;  // per-pod capacity of the metric
+  double target_burst_capacity = 211.0;
+  double panic_threshold = 2.0;  // fraction: 200 % -> 2.0
+  double stable_window = 60.0;
+  double panic_window = 6.0;
+  double scale_down_delay = 0.0;
+  std::int32_t initial_scale = 1;
+  bool reachable = true;
+  double activator_capacity = 100.0;
+  std::int32_t activation_scale = 1;
+
+  void validate() const;
+};
+
+/// (target, total) per pod, as upstream's ResolveMetricTarget (pkg/reconciler/autoscaling/resources/target.go).
+struct MetricTarget {
+  double target;
+  double total;
+};
+MetricTarget resolve_metric_target(const KpaConfig& config, const KpaRevision& revision);
+/// Initial scale: revision value unless it is 0 and zero initial scale is not allowed (GetInitialScale).
+std::int32_t resolve_initial_scale(const KpaConfig& config, const KpaRevision& revision);
+DeciderSpec make_decider_spec(const KpaConfig& config, const KpaRevision& revision);
+
+/// One decision. `scale_valid == false` means "no data": the scaler must not act on desired_pod_count.
+struct ScaleResult {
+  std::int32_t desired_pod_count = -1;
+  std::int32_t excess_burst_capacity = 0;
+  std::int32_t num_activators = kMinActivators;
+  bool scale_valid = false;
+  bool panicking = false;
+};
+
+/// Activators needed to cover ready_pods * total + TBC (pkg/reconciler/autoscaling/kpa computeNumActivators).
+std::int32_t compute_num_activators(std::int32_t ready_pods, const DeciderSpec& spec);
+
+/// The KPA decider (knative pkg/autoscaler/scaling/autoscaler.go `Scale`), a small state machine:
+/// desired pods = ceil(observed / target) from the stable and the panic window, clamped to
+/// [floor(ready / max_scale_down_rate), ceil(ready * max_scale_up_rate)] (no scale-down bound when the
+/// revision is unreachable); panic starts when ceil(panic / target) / max(1, ready) >= panic threshold, is
+/// extended while over it and ends one stable window after the last time over it; while panicking the
+/// count never decreases; a scale-down delay takes the max of the decisions in the trailing delay window
+/// (2 s granularity); excess burst capacity = floor(ready * total - TBC - panic) (TBC -1 -> -1, 0 -> 0).
+class KpaDecider {
+ public:
+  /// A decider created while more than one pod is ready starts in panic mode at `now`, holding that count.
+  explicit KpaDecider(const DeciderSpec& spec, std::int32_t ready_pods_at_start = 0, double now = 0.0);
+  KpaDecider(const KpaDecider& other);
+  KpaDecider& operator=(const KpaDecider& other);
+  KpaDecider(KpaDecider&&) noexcept;
+  KpaDecider& operator=(KpaDecider&&) noexcept;
+  ~KpaDecider();
+
+  /// Decide at `now` from the ready pod count and the stable / panic window values of the metric.
+  ScaleResult decide(double now, std::int32_t ready_pods, double observed_stable, double observed_panic);
+  /// The "no data yet" result (upstream returns invalidSR when the metric window is empty).
+  static ScaleResult no_data() { return ScaleResult{}; }
+  /// Replaces the spec (upstream Update); the panic state is kept, the delay window is rebuilt if it changed.
+  void update(const DeciderSpec& spec);
+
+  const DeciderSpec& spec() const { return spec_; }
+  bool panicking() const { return panicking_; }
+  double panic_time() const { return panic_time_; }
+  std::int32_t max_panic_pods() const { return max_panic_pods_; }
+
+ private:
+  DeciderSpec spec_;
+  bool panicking_ = false;
+  double panic_time_ = 0.0;
+  std::int32_t max_panic_pods_ = 0;
+  std::unique_ptr<MaxTimeWindow> delay_;
+};
+
+/// Batch form: decides `n` revisions at one time `now` (pointer + length, caller-allocated output), e.g.
+/// one tick of a whole cluster. `threads` <= 0 means all hardware threads; 1 runs inline.
+void kpa_decide_batch(KpaDecider* deciders, std::size_t n, double now, const std::int32_t* ready_pods,
+                      const double* observed_stable, const double* observed_panic, ScaleResult* out,
+                      int threads = 1);
+
+/// A metric report (pkg/autoscaler/metrics Stat): per-pod averages, or one aggregated scraper stat.
+struct Stat {
+  double time = 0.0;
+  double concurrency = 0.0;          // AverageConcurrentRequests
+  double proxied_concurrency = 0.0;  // AverageProxiedConcurrentRequests (already counted by the activator)
+  double request_count = 0.0;        // requests in the last second
+  double proxied_request_count = 0.0;
+};
+
+/// Pods the scraper samples out of `population` ready pods: N for N <= 3, else ceil(N x / (N + x - 1))
+/// with x = 1.96^2 * 100 / 5^2 (95 % confidence, variance 100, margin 5; metrics/sample_size.go).
+std::int32_t scrape_sample_size(std::int32_t population);
+/// The scraper's stat: the mean of the sampled pods' stats times the ready pod count (stats_scraper.go).
+Stat aggregate_scrape(double now, const std::vector<Stat>& sampled, std::int32_t ready_pods);
+
+/// Stable and panic windows of one revision (pkg/autoscaler/metrics/collector.go). The recorded value is
+/// concurrency - proxied concurrency (and count - proxied count for RPS).
+class KpaMetricCollector {
+ public:
+  struct Observed {
+    double stable = 0.0;
+    double panic = 0.0;
+    bool has_data = false;  // false: nothing recorded in the last stable window (upstream ErrNoData)
+  };
+  /// panic window = max(bucket size, stable window * percentage / 100), as upstream's MakeMetric.
+  KpaMetricCollector(double stable_window, double panic_window_percentage = 10.0,
+                     Aggregation aggregation = Aggregation::kLinear);
+  void record(const Stat& stat);
+  Observed concurrency(double now) const;
+  Observed rps(double now) const;
+  Observed observe(ScalingMetric metric, double now) const {
+    return metric == ScalingMetric::kRps ? rps(now) : concurrency(now);
+  }
+  double panic_window() const { return conc_panic_.window(); }
+
+ private:
+  Observed read(const WeightedBucketWindow& s, const WeightedBucketWindow& p, double now) const;
+  Aggregation agg_;
+  WeightedBucketWindow conc_stable_, conc_panic_, rps_stable_, rps_panic_;
+};
+
+/// PodAutoscaler "Active" condition: Unknown = activating, True = active, False = inactive.
+enum class PaState { kActivating, kActive, kInactive };
+
+/// Outcome of one reconcile of the KPA scaler.
+struct ScalerStep {
+  std::int32_t want = -1;       // scale the scaler wants (-1 = unknown)
+  bool applied = false;         // whether the deployment's replicas were set to `want`
+  std::int32_t replicas = 0;    // deployment replicas after this step
+  bool proxy_mode = false;      // activator in the request path (SKS proxy mode)
+  PaState state = PaState::kActivating;
+};
+
+/// The KPA reconciler's scaling half (pkg/reconciler/autoscaling/kpa scaler.go + kpa.go), as a state
+/// machine with explicit time: applies min/max scale and initial scale, gates scale-to-zero (active for a
+/// stable window -> inactive -> activator in path for the grace period and past the pod retention period),
+/// times out stuck activations, tracks the PA's Active condition and the SKS mode. The activator probe is
+/// modelled as "SKS has been in proxy mode" (always true with TBC = -1).
+class KpaScaler {
+ public:
+  KpaScaler(const KpaConfig& config, const KpaRevision& revision, double now = 0.0,
+            std::int32_t initial_replicas = -1);
+  /// One reconcile at `now` with the decider's result and the current ready pod count.
+  ScalerStep reconcile(double now, const ScaleResult& decision, std::int32_t ready_pods);
+
+  PaState state() const { return state_; }
+  double state_since() const { return state_since_; }
+  bool scale_target_initialized() const { return initialized_; }
+  std::int32_t replicas() const { return replicas_; }
+  bool proxy_mode() const { return proxy_; }
+  /// (min, max) scale bounds (max 0 = unbounded), upstream PodAutoscaler.ScaleBounds.
+  std::pair<std::int32_t, std::int32_t> scale_bounds() const;
+
+ private:
+  std::pair<std::int32_t, bool> handle_scale_to_zero(double now, std::int32_t desired) const;
+  std::int32_t active_threshold() const;
+  void set_state(PaState s, double now);
+
+  KpaConfig cfg_;
+  KpaRevision rev_;
+  double tbc_, stable_window_, retention_;
+  std::int32_t initial_scale_;
+  PaState state_ = PaState::kActivating;
+  double state_since_;
+  bool initialized_ = false;
+  bool proxy_ = false;
+  double proxy_since_ = 0.0;
+  std::int32_t replicas_;
+};
+
+/// Collector + decider + scaler of one revision, ticked by the caller (pkg/autoscaler + kpa reconciler).
+class KpaAutoscaler {
+ public:
+  /// `initial_replicas` < 0: the deployment starts at the revision's initial scale.
+  KpaAutoscaler(const KpaConfig& config, const KpaRevision& revision, double now = 0.0,
+                std::int32_t initial_replicas = -1);
+  void record(const Stat& stat) { collector_.record(stat); }
+  /// Decide and reconcile at `now` given the ready pod count; returns the scaler step.
+  ScalerStep tick(double now, std::int32_t ready_pods);
+  const ScaleResult& last_decision() const { return last_; }
+  const KpaDecider& decider() const { return decider_; }
+  const KpaScaler& scaler() const { return scaler_; }
+  const KpaMetricCollector& collector() const { return collector_; }
+
+ private:
+  DeciderSpec spec_;
+  KpaMetricCollector collector_;
+  KpaDecider decider_;
+  KpaScaler scaler_;
+  ScaleResult last_;
+};
+
+}  // namespace kubetune::sched::autoscale

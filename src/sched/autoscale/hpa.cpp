@@ -1,0 +1,593 @@
+// Kubernetes HPA: replica calculator (resource/pods/object/external), behaviours, stabilisation, rate limits.
+#include "kubetune/sched/autoscale/hpa.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "kubetune/core/error.hpp"
+
+namespace kubetune::sched::autoscale {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int32_t kMaxI32 = std::numeric_limits<std::int32_t>::max();
+constexpr std::int32_t kMinI32 = std::numeric_limits<std::int32_t>::min();
+// Legacy scale-up limit (horizontal.go): max(scaleUpLimitFactor * current, scaleUpLimitMinimum).
+constexpr double kScaleUpLimitFactor = 2.0;
+constexpr double kScaleUpLimitMinimum = 4.0;
+
+struct Entry {
+  std::size_t pod;
+  std::int64_t value;
+};
+
+struct Grouped {
+  std::int32_t ready = 0;
+  std::vector<std::size_t> unready, missing;
+  std::vector<Entry> metrics;  // metrics of pods neither ignored nor unready
+};
+
+// groupPods + removeMetricsForPods of replica_calculator.go.
+Grouped group_pods(double now, const std::vector<HpaPod>& pods, bool cpu, const ReplicaCalcConfig& cfg) {
+  Grouped g;
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const HpaPod& p = pods[i];
+    if (p.deleting || p.phase == PodPhase::kFailed) continue;  // ignored
+    if (p.phase == PodPhase::kPending) {
+      g.unready.push_back(i);
+      continue;
+    }
+    if (!p.has_metric) {
+      g.missing.push_back(i);
+      continue;
+    }
+    if (cpu) {
+      bool unready = false;
+      if (p.ready == ReadyCondition::kNone || !p.start_time) {
+        unready = true;
+      } else if (*p.start_time + cfg.cpu_initialization_period > now) {
+        // Still initialising: ignore unless ready and a full metric window was collected since readiness.
+        unready = p.ready == ReadyCondition::kFalse || p.metric_timestamp < p.ready_transition_time + p.metric_window;
+      } else {
+        // Ignore pods that are unready and have never been ready.
+        unready = p.ready == ReadyCondition::kFalse &&
+                  *p.start_time + cfg.delay_of_initial_readiness_status > p.ready_transition_time;
+      }
+      if (unready) {
+        g.unready.push_back(i);
+        continue;
+      }
+    }
+    ++g.ready;
+    g.metrics.push_back(Entry{i, p.metric});
+  }
+  return g;
+}
+
+ReplicaResult invalid(std::string msg) {
+  ReplicaResult r;
+  r.valid = false;
+  r.error = std::move(msg);
+  return r;
+}
+
+ReplicaResult ok(std::int32_t replicas, std::int64_t usage, std::int64_t raw = 0) {
+  ReplicaResult r;
+  r.replicas = replicas;
+  r.usage = usage;
+  r.raw_average = raw;
+  r.valid = true;
+  return r;
+}
+
+std::int32_t ceil_to_i32(double x) {
+  if (x > static_cast<double>(kMaxI32)) return kMaxI32;
+  return static_cast<std::int32_t>(std::ceil(x));
+}
+
+struct UtilRatio {
+  double ratio;
+  std::int32_t utilization;
+  std::int64_t raw_average;
+  bool ok;
+};
+
+// metricsclient.GetResourceUtilizationRatio: integer utilisation percent.
+UtilRatio utilization_ratio(const std::vector<Entry>& m, const std::vector<HpaPod>& pods, std::int32_t target) {
+  std::int64_t mt = 0, rt = 0, n = 0;
+  for (const Entry& e : m) {
+    mt += e.value;
+    rt += pods[e.pod].request;
+    ++n;
+  }
+  if (rt == 0) return UtilRatio{0, 0, 0, false};
+  const auto util = static_cast<std::int32_t>((mt * 100) / rt);
+  return UtilRatio{static_cast<double>(util) / static_cast<double>(target), util, mt / n, true};
+}
+
+// metricsclient.GetMetricUsageRatio: integer average.
+std::pair<double, std::int64_t> usage_ratio(const std::vector<Entry>& m, std::int64_t target) {
+  std::int64_t total = 0;
+  for (const Entry& e : m) total += e.value;
+  const std::int64_t avg = total / static_cast<std::int64_t>(m.size());
+  return {static_cast<double>(avg) / static_cast<double>(target), avg};
+}
+
+bool flips(double before, double after) { return (before < 1.0 && after > 1.0) || (before > 1.0 && after < 1.0); }
+
+ReplicaResult plain_metric_replicas(double now, std::int32_t current, std::int64_t target,
+                                    const std::vector<HpaPod>& pods, bool cpu, const Tolerances& tol,
+                                    const ReplicaCalcConfig& cfg) {
+  KT_CHECK(target > 0, InvalidArgument, "target_average = ", target, " must be > 0");
+  KT_CHECK(current >= 0, InvalidArgument, "current_replicas = ", current, " must be >= 0");
+  if (pods.empty()) return invalid("no pods returned by selector while calculating replica count");
+  Grouped g = group_pods(now, pods, cpu, cfg);
+  if (g.metrics.empty()) return invalid("did not receive metrics for targeted pods (pods might be unready)");
+  const auto [ratio, usage] = usage_ratio(g.metrics, target);
+  const bool up_with_unready = !g.unready.empty() && ratio > 1.0;
+  if (!up_with_unready && g.missing.empty()) {
+    if (tol.is_within(ratio)) return ok(current, usage);
+    return ok(ceil_to_i32(ratio * static_cast<double>(g.ready)), usage);
+  }
+  if (!g.missing.empty()) {
+    if (ratio < 1.0) {
+      for (std::size_t i : g.missing) g.metrics.push_back(Entry{i, target});  // missing pods at exactly the target
+    } else if (ratio > 1.0) {
+      for (std::size_t i : g.missing) g.metrics.push_back(Entry{i, 0});
+    }
+  }
+  if (up_with_unready)
+    for (std::size_t i : g.unready) g.metrics.push_back(Entry{i, 0});
+  const double new_ratio = usage_ratio(g.metrics, target).first;
+  if (tol.is_within(new_ratio) || flips(ratio, new_ratio)) return ok(current, usage);
+  const std::int32_t next = ceil_to_i32(new_ratio * static_cast<double>(g.metrics.size()));
+  if ((new_ratio < 1.0 && next > current) || (new_ratio > 1.0 && next < current)) return ok(current, usage);
+  return ok(next, usage);
+}
+
+void check_tol(const Tolerances& t) {
+  KT_CHECK(t.scale_down >= 0 && t.scale_up >= 0, InvalidArgument, "tolerances (down ", t.scale_down, ", up ",
+           t.scale_up, ") must be >= 0");
+}
+
+ReplicaResult usage_ratio_replica_count(std::int32_t current, double ratio, std::int32_t ready, const Tolerances& tol,
+                                        std::int64_t usage) {
+  if (current != 0) {
+    if (tol.is_within(ratio)) return ok(current, usage);
+    if (ready <= 0) return invalid("no pods returned by selector while calculating replica count");
+    return ok(ceil_to_i32(ratio * static_cast<double>(ready)), usage);
+  }
+  return ok(ceil_to_i32(ratio), usage);  // scale from zero: depends on the ratio alone
+}
+
+std::int64_t sum_values(const std::vector<std::int64_t>& v) {
+  std::int64_t s = 0;
+  for (std::int64_t x : v) {
+    s += x;
+    if (s < 0) return std::numeric_limits<std::int64_t>::max();  // overflow, as upstream clamps
+  }
+  return s;
+}
+
+}  // namespace
+
+std::int32_t ready_pod_count(const std::vector<HpaPod>& pods) {
+  std::int32_t n = 0;
+  for (const HpaPod& p : pods) n += (p.phase == PodPhase::kRunning && p.ready == ReadyCondition::kTrue) ? 1 : 0;
+  return n;
+}
+
+ReplicaResult resource_utilization_replicas(double now, std::int32_t current, std::int32_t target_utilization,
+                                            const std::vector<HpaPod>& pods, bool is_cpu, const Tolerances& tol,
+                                            const ReplicaCalcConfig& cfg) {
+  KT_CHECK(target_utilization > 0, InvalidArgument, "target_utilization = ", target_utilization, " must be > 0");
+  KT_CHECK(current >= 0, InvalidArgument, "current_replicas = ", current, " must be >= 0");
+  check_tol(tol);
+  if (pods.empty()) return invalid("no pods returned by selector while calculating replica count");
+  Grouped g = group_pods(now, pods, is_cpu, cfg);
+  if (g.metrics.empty()) return invalid("did not receive metrics for targeted pods (pods might be unready)");
+  for (std::size_t i = 0; i < pods.size(); ++i)
+    if (pods[i].request <= 0) return invalid("missing request for resource in pod " + std::to_string(i));
+  const UtilRatio u = utilization_ratio(g.metrics, pods, target_utilization);
+  if (!u.ok) return invalid("no metrics returned matched known pods");
+  const bool up_with_unready = !g.unready.empty() && u.ratio > 1.0;
+  if (!up_with_unready && g.missing.empty()) {
+    if (tol.is_within(u.ratio)) return ok(current, u.utilization, u.raw_average);
+    return ok(ceil_to_i32(u.ratio * static_cast<double>(g.ready)), u.utilization, u.raw_average);
+  }
+  if (!g.missing.empty()) {
+    if (u.ratio < 1.0) {
+      // Scale-down: missing pods use 100 % of their request (or the target when it is above 100 %).
+      const std::int64_t fallback = std::max<std::int64_t>(100, target_utilization);
+      for (std::size_t i : g.missing) g.metrics.push_back(Entry{i, pods[i].request * fallback / 100});
+    } else if (u.ratio > 1.0) {
+      for (std::size_t i : g.missing) g.metrics.push_back(Entry{i, 0});
+    }
+  }
+  if (up_with_unready)
+    for (std::size_t i : g.unready) g.metrics.push_back(Entry{i, 0});
+  const UtilRatio nu = utilization_ratio(g.metrics, pods, target_utilization);
+  if (!nu.ok) return invalid("no metrics returned matched known pods");
+  if (tol.is_within(nu.ratio) || flips(u.ratio, nu.ratio)) return ok(current, u.utilization, u.raw_average);
+  const std::int32_t next = ceil_to_i32(nu.ratio * static_cast<double>(g.metrics.size()));
+  if ((nu.ratio < 1.0 && next > current) || (nu.ratio > 1.0 && next < current))
+    return ok(current, u.utilization, u.raw_average);
+  return ok(next, u.utilization, u.raw_average);
+}
+
+ReplicaResult resource_average_value_replicas(double now, std::int32_t current, std::int64_t target_average,
+                                              const std::vector<HpaPod>& pods, bool is_cpu, const Tolerances& tol,
+                                              const ReplicaCalcConfig& cfg) {
+  check_tol(tol);
+  return plain_metric_replicas(now, current, target_average, pods, is_cpu, tol, cfg);
+}
+
+ReplicaResult pods_metric_replicas(double now, std::int32_t current, std::int64_t target_average,
+                                   const std::vector<HpaPod>& pods, const Tolerances& tol,
+                                   const ReplicaCalcConfig& cfg) {
+  check_tol(tol);
+  return plain_metric_replicas(now, current, target_average, pods, false, tol, cfg);
+}
+
+ReplicaResult object_value_replicas(std::int32_t current, std::int64_t usage, std::int64_t target,
+                                    std::int32_t ready_pods, const Tolerances& tol) {
+  KT_CHECK(target > 0, InvalidArgument, "target = ", target, " must be > 0");
+  KT_CHECK(current >= 0, InvalidArgument, "current_replicas = ", current, " must be >= 0");
+  check_tol(tol);
+  return usage_ratio_replica_count(current, static_cast<double>(usage) / static_cast<double>(target), ready_pods, tol,
+                                   usage);
+}
+
+ReplicaResult object_average_value_replicas(std::int32_t status_replicas, std::int64_t usage,
+                                            std::int64_t target_average, const Tolerances& tol) {
+  KT_CHECK(target_average > 0, InvalidArgument, "target_average = ", target_average, " must be > 0");
+  KT_CHECK(status_replicas > 0, InvalidArgument, "status_replicas = ", status_replicas, " must be > 0");
+  check_tol(tol);
+  std::int32_t replicas = status_replicas;
+  const double ratio = static_cast<double>(usage) / (static_cast<double>(target_average) * status_replicas);
+  if (!tol.is_within(ratio)) replicas = ceil_to_i32(static_cast<double>(usage) / static_cast<double>(target_average));
+  return ok(replicas, static_cast<std::int64_t>(std::ceil(static_cast<double>(usage) / status_replicas)));
+}
+
+ReplicaResult external_value_replicas(std::int32_t current, const std::vector<std::int64_t>& values,
+                                      std::int64_t target, std::int32_t ready_pods, const Tolerances& tol) {
+  return object_value_replicas(current, sum_values(values), target, ready_pods, tol);
+}
+
+ReplicaResult external_average_value_replicas(std::int32_t status_replicas, const std::vector<std::int64_t>& values,
+                                              std::int64_t target_average, const Tolerances& tol) {
+  return object_average_value_replicas(status_replicas, sum_values(values), target_average, tol);
+}
+
+// ---------------------------------------------------------------------------------------------- behaviours
+void ScalingRules::validate(const char* which) const {
+  if (stabilization_window_seconds)
+    KT_CHECK(*stabilization_window_seconds >= 0 && *stabilization_window_seconds <= 3600, InvalidArgument, which,
+             ".stabilizationWindowSeconds = ", *stabilization_window_seconds, " must be in [0, 3600]");
+  KT_CHECK(select_policy == SelectPolicy::kDisabled || !policies.empty(), InvalidArgument, which,
+           ".policies: must specify at least one Policy");
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    const ScalingPolicy& p = policies[i];
+    KT_CHECK(p.period_seconds > 0 && p.period_seconds <= 1800, InvalidArgument, which, ".policies[", i,
+             "].periodSeconds = ", p.period_seconds, " must be in (0, 1800]");
+    KT_CHECK(p.value > 0, InvalidArgument, which, ".policies[", i, "].value = ", p.value, " must be > 0");
+  }
+  if (tolerance) KT_CHECK(*tolerance >= 0, InvalidArgument, which, ".tolerance = ", *tolerance, " must be >= 0");
+}
+
+ScalingRules HpaBehavior::default_scale_up() {
+  ScalingRules r;
+  r.stabilization_window_seconds = 0;
+  r.select_policy = SelectPolicy::kMax;
+  r.policies = {ScalingPolicy{PolicyType::kPods, 4, 15}, ScalingPolicy{PolicyType::kPercent, 100, 15}};
+  return r;
+}
+
+ScalingRules HpaBehavior::default_scale_down() {
+  ScalingRules r;
+  r.select_policy = SelectPolicy::kMax;
+  r.policies = {ScalingPolicy{PolicyType::kPercent, 100, 15}};
+  return r;
+}
+
+void HpaSpec::validate() const {
+  KT_CHECK(min_replicas >= 0, InvalidArgument, "minReplicas = ", min_replicas, " must be >= 0");
+  KT_CHECK(max_replicas >= 1, InvalidArgument, "maxReplicas = ", max_replicas, " must be >= 1");
+  KT_CHECK(max_replicas >= min_replicas, InvalidArgument, "maxReplicas = ", max_replicas,
+           " must be greater than or equal to minReplicas = ", min_replicas);
+  if (behavior) {
+    behavior->scale_up.validate("behavior.scaleUp");
+    behavior->scale_down.validate("behavior.scaleDown");
+  }
+}
+
+namespace {
+const char* select_name(SelectPolicy s) {
+  return s == SelectPolicy::kMin ? "Min" : s == SelectPolicy::kDisabled ? "Disabled" : "Max";
+}
+SelectPolicy select_from(const std::string& s) {
+  if (s == "Max") return SelectPolicy::kMax;
+  if (s == "Min") return SelectPolicy::kMin;
+  if (s == "Disabled") return SelectPolicy::kDisabled;
+  KT_THROW(InvalidArgument, "selectPolicy = '", s, "' must be Max, Min or Disabled");
+}
+json rules_to_json(const ScalingRules& r) {
+  json j;
+  j["stabilizationWindowSeconds"] = r.stabilization_window_seconds ? json(*r.stabilization_window_seconds) : json();
+  j["selectPolicy"] = select_name(r.select_policy);
+  j["policies"] = json::array();
+  for (const auto& p : r.policies)
+    j["policies"].push_back({{"type", p.type == PolicyType::kPods ? "Pods" : "Percent"},
+                             {"value", p.value},
+                             {"periodSeconds", p.period_seconds}});
+  if (r.tolerance) j["tolerance"] = *r.tolerance;
+  return j;
+}
+ScalingRules rules_from_json(const json& j, ScalingRules def) {
+  // Upstream defaulting: unset fields take the defaults; an absent policy list takes the default list.
+  if (j.contains("stabilizationWindowSeconds") && !j.at("stabilizationWindowSeconds").is_null())
+    def.stabilization_window_seconds = j.at("stabilizationWindowSeconds").get<std::int32_t>();
+  if (j.contains("selectPolicy")) def.select_policy = select_from(j.at("selectPolicy").get<std::string>());
+  if (j.contains("policies") && !j.at("policies").is_null()) {
+    def.policies.clear();
+    for (const auto& p : j.at("policies")) {
+      ScalingPolicy sp;
+      const std::string t = p.at("type").get<std::string>();
+      if (t == "Pods") sp.type = PolicyType::kPods;
+      else if (t == "Percent") sp.type = PolicyType::kPercent;
+      else KT_THROW(InvalidArgument, "policy type = '", t, "' must be Pods or Percent");
+      sp.value = p.at("value").get<std::int32_t>();
+      sp.period_seconds = p.at("periodSeconds").get<std::int32_t>();
+      def.policies.push_back(sp);
+    }
+  }
+  if (j.contains("tolerance") && !j.at("tolerance").is_null()) def.tolerance = j.at("tolerance").get<double>();
+  return def;
+}
+}  // namespace
+
+std::string HpaSpec::to_json() const {
+  json j{{"minReplicas", min_replicas}, {"maxReplicas", max_replicas}};
+  if (behavior) j["behavior"] = {{"scaleUp", rules_to_json(behavior->scale_up)}, {"scaleDown", rules_to_json(behavior->scale_down)}};
+  return j.dump();
+}
+
+HpaSpec HpaSpec::from_json(const std::string& text) {
+  HpaSpec s;
+  try {
+    const json j = json::parse(text);
+    KT_CHECK(j.is_object(), InvalidArgument, "HpaSpec JSON must be an object");
+    if (j.contains("minReplicas")) j.at("minReplicas").get_to(s.min_replicas);
+    if (j.contains("maxReplicas")) j.at("maxReplicas").get_to(s.max_replicas);
+    if (j.contains("behavior") && !j.at("behavior").is_null()) {
+      HpaBehavior b;
+      const json& bj = j.at("behavior");
+      if (bj.contains("scaleUp")) b.scale_up = rules_from_json(bj.at("scaleUp"), HpaBehavior::default_scale_up());
+      if (bj.contains("scaleDown"))
+        b.scale_down = rules_from_json(bj.at("scaleDown"), HpaBehavior::default_scale_down());
+      s.behavior = b;
+    }
+  } catch (const json::exception& e) {
+    KT_THROW(InvalidArgument, "HpaSpec JSON: ", e.what());
+  }
+  s.validate();
+  return s;
+}
+
+void HpaControllerConfig::validate() const {
+  KT_CHECK(downscale_stabilization_window >= 0, InvalidArgument, "downscale_stabilization_window = ",
+           downscale_stabilization_window, " must be >= 0");
+  KT_CHECK(tolerance >= 0, InvalidArgument, "tolerance = ", tolerance, " must be >= 0");
+  KT_CHECK(sync_period > 0, InvalidArgument, "sync_period = ", sync_period, " must be > 0");
+}
+
+namespace {
+std::int32_t change_in_period(double now, std::int32_t period, const std::vector<HpaController::ScaleEvent>& ev) {
+  const double cutoff = now - period;
+  std::int32_t r = 0;
+  for (const auto& e : ev)
+    if (e.time > cutoff) r += e.change;
+  return r;
+}
+}  // namespace
+
+std::int32_t scale_up_limit(double now, std::int32_t current, const std::vector<HpaController::ScaleEvent>& up,
+                            const std::vector<HpaController::ScaleEvent>& down, const ScalingRules& rules) {
+  if (rules.select_policy == SelectPolicy::kDisabled) return current;
+  const bool min_change = rules.select_policy == SelectPolicy::kMin;
+  std::int32_t result = min_change ? kMaxI32 : kMinI32;
+  for (const ScalingPolicy& p : rules.policies) {
+    const std::int32_t start = current - change_in_period(now, p.period_seconds, up) +
+                               change_in_period(now, p.period_seconds, down);
+    std::int32_t proposed = 0;
+    if (p.type == PolicyType::kPods) {
+      proposed = start + p.value;
+    } else {
+      // Rounded up so that a percentage always allows at least one more pod.
+      proposed = static_cast<std::int32_t>(std::ceil(static_cast<double>(start) * (1.0 + p.value / 100.0)));
+    }
+    result = min_change ? std::min(result, proposed) : std::max(result, proposed);
+  }
+  return result;
+}
+
+std::int32_t scale_down_limit(double now, std::int32_t current, const std::vector<HpaController::ScaleEvent>& up,
+                              const std::vector<HpaController::ScaleEvent>& down, const ScalingRules& rules) {
+  if (rules.select_policy == SelectPolicy::kDisabled) return current;
+  const bool min_change = rules.select_policy == SelectPolicy::kMin;
+  std::int32_t result = min_change ? kMinI32 : kMaxI32;
+  for (const ScalingPolicy& p : rules.policies) {
+    const std::int32_t start = current - change_in_period(now, p.period_seconds, up) +
+                               change_in_period(now, p.period_seconds, down);
+    std::int32_t proposed = 0;
+    if (p.type == PolicyType::kPods) {
+      proposed = start - p.value;
+    } else {
+      proposed = static_cast<std::int32_t>(static_cast<double>(start) * (1.0 - p.value / 100.0));
+    }
+    result = min_change ? std::max(result, proposed) : std::min(result, proposed);
+  }
+  return result;
+}
+
+// ------------------------------------------------------------------------------------------- HpaController
+HpaController::HpaController(const HpaSpec& spec, const HpaControllerConfig& config) : spec_(spec), cfg_(config) {
+  spec_.validate();
+  cfg_.validate();
+  if (spec_.behavior && !spec_.behavior->scale_down.stabilization_window_seconds)
+    spec_.behavior->scale_down.stabilization_window_seconds =
+        static_cast<std::int32_t>(cfg_.downscale_stabilization_window);
+}
+
+Tolerances HpaController::tolerances() const {
+  Tolerances t{cfg_.tolerance, cfg_.tolerance};
+  if (spec_.behavior) {
+    if (spec_.behavior->scale_down.tolerance) t.scale_down = *spec_.behavior->scale_down.tolerance;
+    if (spec_.behavior->scale_up.tolerance) t.scale_up = *spec_.behavior->scale_up.tolerance;
+  }
+  return t;
+}
+
+HpaDecision HpaController::reconcile(double now, std::int32_t current, const std::vector<ReplicaResult>& proposals) {
+  std::vector<std::optional<std::int32_t>> p;
+  p.reserve(proposals.size());
+  for (const ReplicaResult& r : proposals) p.push_back(r.valid ? std::optional<std::int32_t>(r.replicas) : std::nullopt);
+  return reconcile(now, current, p);
+}
+
+HpaDecision HpaController::reconcile(double now, std::int32_t current,
+                                     const std::vector<std::optional<std::int32_t>>& proposals) {
+  KT_CHECK(current >= 0, InvalidArgument, "current_replicas = ", current, " must be >= 0");
+  KT_CHECK(!proposals.empty(), InvalidArgument, "reconcile: at least one metric proposal is required");
+  if (recs_.empty()) recs_.push_back(Recommendation{current, now});  // recordInitialRecommendation
+  HpaDecision d;
+  std::int32_t desired = 0;
+  if (current == 0 && spec_.min_replicas != 0) {
+    d.desired_replicas = 0;
+    d.rescale = false;
+    d.reason = "ScalingDisabled";
+    return d;
+  }
+  if (current > spec_.max_replicas) {
+    desired = spec_.max_replicas;
+    d.reason = "Current number of replicas above Spec.MaxReplicas";
+  } else if (current < spec_.min_replicas) {
+    desired = spec_.min_replicas;
+    d.reason = "Current number of replicas below Spec.MinReplicas";
+  } else {
+    // computeReplicasForMetrics: max over valid metrics; invalid ones block everything but scale-up.
+    std::int32_t replicas = 0;
+    std::size_t invalid = 0;
+    for (const auto& p : proposals) {
+      if (!p) {
+        ++invalid;
+        continue;
+      }
+      if (replicas == 0 || *p > replicas) replicas = *p;
+    }
+    if (invalid >= proposals.size() || (invalid > 0 && replicas < current)) {
+      d.desired_replicas = current;
+      d.rescale = false;
+      d.reason = "FailedComputeMetricsReplicas";
+      return d;
+    }
+    d.metric_desired_replicas = replicas;
+    if (replicas > desired) desired = replicas;
+    d.reason = desired > current ? "metric above target" : desired < current ? "All metrics below target" : "";
+    desired = spec_.behavior ? normalize_with_behavior(now, current, desired) : normalize_legacy(now, current, desired);
+  }
+  d.rescale = desired != current;
+  d.desired_replicas = d.rescale ? desired : current;
+  if (d.rescale) store_scale_event(now, current, desired);
+  return d;
+}
+
+std::int32_t HpaController::normalize_legacy(double now, std::int32_t current, std::int32_t desired) {
+  // stabilizeRecommendation: max of the recommendations inside the downscale window.
+  std::int32_t best = desired;
+  bool found_old = false;
+  std::size_t old_idx = 0;
+  const double cutoff = now - cfg_.downscale_stabilization_window;
+  for (std::size_t i = 0; i < recs_.size(); ++i) {
+    if (recs_[i].time < cutoff) {
+      found_old = true;
+      old_idx = i;
+    } else if (recs_[i].replicas > best) {
+      best = recs_[i].replicas;
+    }
+  }
+  if (found_old) recs_[old_idx] = Recommendation{desired, now};
+  else recs_.push_back(Recommendation{desired, now});
+  // convertDesiredReplicasWithRules: [min, min(max, max(2 x current, 4))].
+  const auto up_limit = static_cast<std::int32_t>(std::max(kScaleUpLimitFactor * current, kScaleUpLimitMinimum));
+  const std::int32_t max_allowed = std::min(spec_.max_replicas, up_limit);
+  if (best < spec_.min_replicas) return spec_.min_replicas;
+  if (best > max_allowed) return max_allowed;
+  return best;
+}
+
+std::int32_t HpaController::normalize_with_behavior(double now, std::int32_t current, std::int32_t desired) {
+  const ScalingRules& up = spec_.behavior->scale_up;
+  const ScalingRules& down = spec_.behavior->scale_down;
+  // stabilizeRecommendationWithBehaviors.
+  const double up_cutoff = now - up.stabilization_window_seconds.value_or(0);
+  const double down_cutoff = now - down.stabilization_window_seconds.value_or(0);
+  std::int32_t up_rec = desired, down_rec = desired;
+  bool found_old = false;
+  std::size_t old_idx = 0;
+  for (std::size_t i = 0; i < recs_.size(); ++i) {
+    const Recommendation& r = recs_[i];
+    if (r.time > up_cutoff) up_rec = std::min(up_rec, r.replicas);
+    if (r.time > down_cutoff) down_rec = std::max(down_rec, r.replicas);
+    if (r.time < up_cutoff && r.time < down_cutoff) {
+      found_old = true;
+      old_idx = i;
+    }
+  }
+  std::int32_t rec = current;
+  if (rec < up_rec) rec = up_rec;
+  if (rec > down_rec) rec = down_rec;
+  if (found_old) recs_[old_idx] = Recommendation{desired, now};
+  else recs_.push_back(Recommendation{desired, now});
+  // convertDesiredReplicasWithBehaviorRate.
+  if (rec > current) {
+    std::int32_t limit = scale_up_limit(now, current, up_events_, down_events_, up);
+    if (limit < current) limit = current;  // wait until old scale-up events leave the period
+    const std::int32_t max_allowed = std::min(spec_.max_replicas, limit);
+    if (rec > max_allowed) return max_allowed;
+  } else if (rec < current) {
+    std::int32_t limit = scale_down_limit(now, current, up_events_, down_events_, down);
+    if (limit > current) limit = current;
+    const std::int32_t min_allowed = std::max(spec_.min_replicas, limit);
+    if (rec < min_allowed) return min_allowed;
+  }
+  return rec;
+}
+
+void HpaController::store_scale_event(double now, std::int32_t prev, std::int32_t next) {
+  if (!spec_.behavior) return;  // events only matter to behaviour policies
+  const bool up = next > prev;
+  const ScalingRules& rules = up ? spec_.behavior->scale_up : spec_.behavior->scale_down;
+  std::vector<ScaleEvent>& ev = up ? up_events_ : down_events_;
+  std::int32_t longest = 0;
+  for (const auto& p : rules.policies) longest = std::max(longest, p.period_seconds);
+  const double cutoff = now - longest;
+  bool found_old = false;
+  std::size_t old_idx = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (ev[i].time < cutoff) ev[i].outdated = true;
+    if (ev[i].outdated) {
+      found_old = true;
+      old_idx = i;
+    }
+  }
+  const ScaleEvent e{up ? next - prev : prev - next, now, false};
+  if (found_old) ev[old_idx] = e;
+  else ev.push_back(e);
+}
+
+}  // namespace kubetune::sched::autoscale

@@ -1,0 +1,688 @@
+// Knative KPA: config validation, target resolution, decider with panic mode, scrape rules, scaler state machine.
+#include "kubetune/sched/autoscale/kpa.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "kubetune/core/error.hpp"
+#include "kubetune/core/parallel.hpp"
+
+namespace kubetune::sched::autoscale {
+
+using nlohmann::json;
+
+namespace {
+
+bool whole_seconds(double d) { return std::isfinite(d) && std::round(d) == d; }
+
+// Go time.ParseDuration subset: sequences of <number><unit> with units h, m, s, ms, us, ns.
+double parse_go_duration(const std::string& key, const std::string& s) {
+  KT_CHECK(!s.empty(), InvalidArgument, "config key '", key, "': empty duration");
+  std::size_t i = 0;
+  double sign = 1.0, total = 0.0;
+  if (s[0] == '-' || s[0] == '+') {
+    sign = s[0] == '-' ? -1.0 : 1.0;
+    ++i;
+  }
+  if (s.substr(i) == "0") return 0.0;
+  bool any = false;
+  while (i < s.size()) {
+    std::size_t j = i;
+    while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) ++j;
+    KT_CHECK(j > i, InvalidArgument, "config key '", key, "' = '", s, "' is not a duration");
+    const double v = std::stod(s.substr(i, j - i));
+    std::size_t k = j;
+    while (k < s.size() && std::isalpha(static_cast<unsigned char>(s[k]))) ++k;
+    const std::string unit = s.substr(j, k - j);
+    double mul = 0.0;
+    if (unit == "h") mul = 3600.0;
+    else if (unit == "m") mul = 60.0;
+    else if (unit == "s") mul = 1.0;
+    else if (unit == "ms") mul = 1e-3;
+    else if (unit == "us" || unit == "µs") mul = 1e-6;
+    else if (unit == "ns") mul = 1e-9;
+    else KT_THROW(InvalidArgument, "config key '", key, "' = '", s, "': unknown duration unit '", unit, "'");
+    total += v * mul;
+    any = true;
+    i = k;
+  }
+  KT_CHECK(any, InvalidArgument, "config key '", key, "' = '", s, "' is not a duration");
+  return sign * total;
+}
+
+double parse_double(const std::string& key, const std::string& s) {
+  try {
+    std::size_t pos = 0;
+    const double v = std::stod(s, &pos);
+    if (pos == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  KT_THROW(InvalidArgument, "config key '", key, "' = '", s, "' is not a number");
+}
+
+bool parse_bool(const std::string& key, const std::string& s) {
+  std::string l = s;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (l == "true" || l == "1") return true;
+  if (l == "false" || l == "0") return false;
+  KT_THROW(InvalidArgument, "config key '", key, "' = '", s, "' is not a boolean");
+}
+
+std::int32_t parse_int(const std::string& key, const std::string& s) {
+  const double v = parse_double(key, s);
+  KT_CHECK(v == std::floor(v) && std::abs(v) < 2147483647.0, InvalidArgument, "config key '", key, "' = '", s,
+           "' is not an int32");
+  return static_cast<std::int32_t>(v);
+}
+
+const char* metric_name(ScalingMetric m) { return m == ScalingMetric::kRps ? "rps" : "concurrency"; }
+ScalingMetric metric_from(const std::string& s) {
+  if (s == "rps") return ScalingMetric::kRps;
+  if (s == "concurrency") return ScalingMetric::kConcurrency;
+  KT_THROW(InvalidArgument, "metric = '", s, "' must be 'concurrency' or 'rps'");
+}
+const char* agg_name(Aggregation a) { return a == Aggregation::kWeightedExponential ? "weightedExponential" : "linear"; }
+Aggregation agg_from(const std::string& s) {
+  if (s == "linear") return Aggregation::kLinear;
+  if (s == "weightedExponential" || s == "weighted_exponential") return Aggregation::kWeightedExponential;
+  KT_THROW(InvalidArgument, "aggregation = '", s, "' must be 'linear' or 'weightedExponential'");
+}
+
+template <class T>
+void opt_to_json(json& j, const char* k, const std::optional<T>& v) {
+  if (v) j[k] = *v; else j[k] = nullptr;
+}
+template <class T>
+void opt_from_json(const json& j, const char* k, std::optional<T>& v) {
+  if (j.contains(k)) {
+    if (j.at(k).is_null()) v.reset(); else v = j.at(k).get<T>();
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------ KpaConfig
+void KpaConfig::validate() const {
+  // Rules of knative.dev/serving pkg/autoscaler/config/config.go validate().
+  KT_CHECK(scale_to_zero_grace_period >= kWindowMinSeconds, InvalidArgument,
+           "scale-to-zero-grace-period = ", scale_to_zero_grace_period, "s must be at least ", kWindowMinSeconds, "s");
+  KT_CHECK(scale_down_delay >= 0, InvalidArgument, "scale-down-delay = ", scale_down_delay, "s cannot be negative");
+  KT_CHECK(whole_seconds(scale_down_delay), InvalidArgument, "scale-down-delay = ", scale_down_delay,
+           "s must be specified with at most second precision");
+  KT_CHECK(scale_to_zero_pod_retention_period >= 0, InvalidArgument, "scale-to-zero-pod-retention-period = ",
+           scale_to_zero_pod_retention_period, "s cannot be negative");
+  KT_CHECK(target_burst_capacity >= 0 || target_burst_capacity == -1, InvalidArgument,
+           "target-burst-capacity = ", target_burst_capacity, " must be either non-negative or -1 (for unlimited)");
+  KT_CHECK(container_concurrency_target_fraction > 0 && container_concurrency_target_fraction <= 1, InvalidArgument,
+           "container-concurrency-target-percentage = ", container_concurrency_target_fraction * 100,
+           " is outside of valid range of (0, 100]");
+  KT_CHECK(container_concurrency_target_fraction * container_concurrency_target_default >= kTargetMin,
+           InvalidArgument, "container-concurrency-target-percentage and container-concurrency-target-default yield ",
+           container_concurrency_target_fraction * container_concurrency_target_default,
+           ", can't be less than ", kTargetMin);
+  KT_CHECK(target_utilization > 0 && target_utilization <= 1, InvalidArgument, "target_utilization = ",
+           target_utilization, " must be in (0, 1]");
+  KT_CHECK(rps_target_default >= kTargetMin, InvalidArgument, "requests-per-second-target-default = ",
+           rps_target_default, " must be at least ", kTargetMin);
+  KT_CHECK(activator_capacity >= 1, InvalidArgument, "activator-capacity = ", activator_capacity,
+           " must be at least 1");
+  KT_CHECK(max_scale_up_rate > 1.0, InvalidArgument, "max-scale-up-rate = ", max_scale_up_rate,
+           " must be greater than 1.0");
+  KT_CHECK(max_scale_down_rate > 1.0, InvalidArgument, "max-scale-down-rate = ", max_scale_down_rate,
+           " must be greater than 1.0");
+  KT_CHECK(stable_window >= kWindowMinSeconds && stable_window <= kWindowMaxSeconds, InvalidArgument,
+           "stable-window = ", stable_window, "s must be in [6s, 3600s] range");
+  KT_CHECK(whole_seconds(stable_window), InvalidArgument, "stable-window = ", stable_window,
+           "s must be specified with at most second precision");
+  KT_CHECK(panic_window_percentage >= kPanicWindowPercentageMin && panic_window_percentage <= kPanicWindowPercentageMax,
+           InvalidArgument, "panic-window-percentage = ", panic_window_percentage, " must be in [1, 100] interval");
+  KT_CHECK(panic_threshold_percentage >= kPanicThresholdPercentageMin &&
+               panic_threshold_percentage <= kPanicThresholdPercentageMax,
+           InvalidArgument, "panic-threshold-percentage = ", panic_threshold_percentage,
+           " must be in [110, 1000] interval");
+  KT_CHECK(initial_scale >= 0 && (initial_scale > 0 || allow_zero_initial_scale), InvalidArgument,
+           "initial-scale = ", initial_scale, " must be at least 0 (or at least 1 when allow-zero-initial-scale is false)");
+  KT_CHECK(max_scale_limit >= 0, InvalidArgument, "max-scale-limit = ", max_scale_limit, " must be at least 0");
+  const std::int32_t min_max = max_scale_limit > 0 ? 1 : 0;
+  KT_CHECK(max_scale >= min_max && (max_scale_limit == 0 || max_scale <= max_scale_limit), InvalidArgument,
+           "max-scale = ", max_scale, " must be in [", min_max, ", max-scale-limit(", max_scale_limit, ")] range");
+  KT_CHECK(min_scale >= 0, InvalidArgument, "min-scale = ", min_scale, " must be at least 0");
+  KT_CHECK(max_scale == 0 || min_scale <= max_scale, InvalidArgument, "min-scale = ", min_scale,
+           " must be less than or equal to max-scale = ", max_scale);
+  KT_CHECK(activation_timeout > 0, InvalidArgument, "activation_timeout = ", activation_timeout, " must be > 0");
+}
+
+std::string KpaConfig::to_json() const {
+  json j{{"enable_scale_to_zero", enable_scale_to_zero},
+         {"container_concurrency_target_fraction", container_concurrency_target_fraction},
+         {"container_concurrency_target_default", container_concurrency_target_default},
+         {"target_utilization", target_utilization},
+         {"rps_target_default", rps_target_default},
+         {"target_burst_capacity", target_burst_capacity},
+         {"max_scale_up_rate", max_scale_up_rate},
+         {"max_scale_down_rate", max_scale_down_rate},
+         {"stable_window", stable_window},
+         {"panic_window_percentage", panic_window_percentage},
+         {"panic_threshold_percentage", panic_threshold_percentage},
+         {"activator_capacity", activator_capacity},
+         {"scale_to_zero_grace_period", scale_to_zero_grace_period},
+         {"scale_to_zero_pod_retention_period", scale_to_zero_pod_retention_period},
+         {"scale_down_delay", scale_down_delay},
+         {"initial_scale", initial_scale},
+         {"allow_zero_initial_scale", allow_zero_initial_scale},
+         {"min_scale", min_scale},
+         {"max_scale", max_scale},
+         {"max_scale_limit", max_scale_limit},
+         {"activation_timeout", activation_timeout}};
+  return j.dump();
+}
+
+KpaConfig KpaConfig::from_json(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    KT_THROW(InvalidArgument, "KpaConfig JSON: ", e.what());
+  }
+  KT_CHECK(j.is_object(), InvalidArgument, "KpaConfig JSON must be an object");
+  KpaConfig c;
+  const json defaults = json::parse(c.to_json());
+  for (auto it = j.begin(); it != j.end(); ++it)
+    KT_CHECK(defaults.contains(it.key()), InvalidArgument, "KpaConfig JSON: unknown key '", it.key(), "'");
+  try {
+#define KT_GET(name) if (j.contains(#name)) j.at(#name).get_to(c.name)
+    KT_GET(enable_scale_to_zero); KT_GET(container_concurrency_target_fraction);
+    KT_GET(container_concurrency_target_default); KT_GET(target_utilization); KT_GET(rps_target_default);
+    KT_GET(target_burst_capacity); KT_GET(max_scale_up_rate); KT_GET(max_scale_down_rate); KT_GET(stable_window);
+    KT_GET(panic_window_percentage); KT_GET(panic_threshold_percentage); KT_GET(activator_capacity);
+    KT_GET(scale_to_zero_grace_period); KT_GET(scale_to_zero_pod_retention_period); KT_GET(scale_down_delay);
+    KT_GET(initial_scale); KT_GET(allow_zero_initial_scale); KT_GET(min_scale); KT_GET(max_scale);
+    KT_GET(max_scale_limit); KT_GET(activation_timeout);
+#undef KT_GET
+  } catch (const json::exception& e) {
+    KT_THROW(InvalidArgument, "KpaConfig JSON: ", e.what());
+  }
+  c.validate();
+  return c;
+}
+
+KpaConfig KpaConfig::from_configmap(const std::map<std::string, std::string>& data) {
+  KpaConfig c;
+  for (const auto& [k, v] : data) {
+    if (k == "enable-scale-to-zero") c.enable_scale_to_zero = parse_bool(k, v);
+    else if (k == "allow-zero-initial-scale") c.allow_zero_initial_scale = parse_bool(k, v);
+    else if (k == "max-scale-up-rate") c.max_scale_up_rate = parse_double(k, v);
+    else if (k == "max-scale-down-rate") c.max_scale_down_rate = parse_double(k, v);
+    else if (k == "container-concurrency-target-percentage") c.container_concurrency_target_fraction = parse_double(k, v);
+    else if (k == "container-concurrency-target-default") c.container_concurrency_target_default = parse_double(k, v);
+    else if (k == "target-utilization-percentage") c.target_utilization = parse_double(k, v) / 100.0;
+    else if (k == "requests-per-second-target-default") c.rps_target_default = parse_double(k, v);
+    else if (k == "target-burst-capacity") c.target_burst_capacity = parse_double(k, v);
+    else if (k == "panic-window-percentage") c.panic_window_percentage = parse_double(k, v);
+    else if (k == "activator-capacity") c.activator_capacity = parse_double(k, v);
+    else if (k == "panic-threshold-percentage") c.panic_threshold_percentage = parse_double(k, v);
+    else if (k == "initial-scale") c.initial_scale = parse_int(k, v);
+    else if (k == "min-scale") c.min_scale = parse_int(k, v);
+    else if (k == "max-scale") c.max_scale = parse_int(k, v);
+    else if (k == "max-scale-limit") c.max_scale_limit = parse_int(k, v);
+    else if (k == "stable-window") c.stable_window = parse_go_duration(k, v);
+    else if (k == "scale-down-delay") c.scale_down_delay = parse_go_duration(k, v);
+    else if (k == "scale-to-zero-grace-period") c.scale_to_zero_grace_period = parse_go_duration(k, v);
+    else if (k == "scale-to-zero-pod-retention-period") c.scale_to_zero_pod_retention_period = parse_go_duration(k, v);
+    // Other keys of the ConfigMap (pod-autoscaler-class, _example, ...) do not affect the maths.
+  }
+  // Legacy: values in (0, 1] are fractions, larger ones percentages (config.go NewConfigFromMap).
+  if (c.container_concurrency_target_fraction > 1.0) c.container_concurrency_target_fraction /= 100.0;
+  c.validate();
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------- KpaRevision
+void KpaRevision::validate() const {
+  KT_CHECK(container_concurrency >= 0 && container_concurrency <= 1000, InvalidArgument,
+           "container_concurrency = ", container_concurrency, " must be in [0, 1000]");
+  if (target) KT_CHECK(*target >= kTargetMin, InvalidArgument, "target = ", *target, " must be at least ", kTargetMin);
+  if (target_utilization_percentage)
+    KT_CHECK(*target_utilization_percentage >= 1 && *target_utilization_percentage <= 100, InvalidArgument,
+             "target_utilization_percentage = ", *target_utilization_percentage, " must be in [1, 100]");
+  if (target_burst_capacity)
+    KT_CHECK(*target_burst_capacity >= 0 || *target_burst_capacity == -1, InvalidArgument,
+             "target_burst_capacity = ", *target_burst_capacity, " must be either non-negative or -1");
+  if (window)
+    KT_CHECK(*window >= kWindowMinSeconds && *window <= kWindowMaxSeconds && whole_seconds(*window),
+             InvalidArgument, "window = ", *window, "s must be whole seconds in [6s, 3600s]");
+  if (panic_window_percentage)
+    KT_CHECK(*panic_window_percentage >= kPanicWindowPercentageMin && *panic_window_percentage <= kPanicWindowPercentageMax,
+             InvalidArgument, "panic_window_percentage = ", *panic_window_percentage, " must be in [1, 100]");
+  if (panic_threshold_percentage)
+    KT_CHECK(*panic_threshold_percentage >= kPanicThresholdPercentageMin &&
+                 *panic_threshold_percentage <= kPanicThresholdPercentageMax,
+             InvalidArgument, "panic_threshold_percentage = ", *panic_threshold_percentage, " must be in [110, 1000]");
+  if (scale_down_delay)
+    KT_CHECK(*scale_down_delay >= 0 && *scale_down_delay <= kWindowMaxSeconds && whole_seconds(*scale_down_delay),
+             InvalidArgument, "scale_down_delay = ", *scale_down_delay, "s must be whole seconds in [0s, 3600s]");
+  if (scale_to_zero_pod_retention_period)
+    KT_CHECK(*scale_to_zero_pod_retention_period >= 0 && *scale_to_zero_pod_retention_period <= kWindowMaxSeconds,
+             InvalidArgument, "scale_to_zero_pod_retention_period = ", *scale_to_zero_pod_retention_period,
+             "s must be in [0s, 3600s]");
+  if (initial_scale) KT_CHECK(*initial_scale >= 0, InvalidArgument, "initial_scale = ", *initial_scale, " must be >= 0");
+  if (min_scale) KT_CHECK(*min_scale >= 0, InvalidArgument, "min_scale = ", *min_scale, " must be >= 0");
+  if (max_scale) KT_CHECK(*max_scale >= 0, InvalidArgument, "max_scale = ", *max_scale, " must be >= 0");
+  if (min_scale && max_scale && *max_scale != 0)
+    KT_CHECK(*min_scale <= *max_scale, InvalidArgument, "min_scale = ", *min_scale,
+             " must be less than or equal to max_scale = ", *max_scale);
+  KT_CHECK(activation_scale >= 1, InvalidArgument, "activation_scale = ", activation_scale, " must be >= 1");
+}
+
+std::string KpaRevision::to_json() const {
+  json j{{"metric", metric_name(metric)}, {"aggregation", agg_name(aggregation)},
+         {"container_concurrency", container_concurrency}, {"activation_scale", activation_scale},
+         {"reachable", reachable}};
+  opt_to_json(j, "target", target);
+  opt_to_json(j, "target_utilization_percentage", target_utilization_percentage);
+  opt_to_json(j, "target_burst_capacity", target_burst_capacity);
+  opt_to_json(j, "window", window);
+  opt_to_json(j, "panic_window_percentage", panic_window_percentage);
+  opt_to_json(j, "panic_threshold_percentage", panic_threshold_percentage);
+  opt_to_json(j, "scale_down_delay", scale_down_delay);
+  opt_to_json(j, "scale_to_zero_pod_retention_period", scale_to_zero_pod_retention_period);
+  opt_to_json(j, "initial_scale", initial_scale);
+  opt_to_json(j, "min_scale", min_scale);
+  opt_to_json(j, "max_scale", max_scale);
+  return j.dump();
+}
+
+KpaRevision KpaRevision::from_json(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    KT_THROW(InvalidArgument, "KpaRevision JSON: ", e.what());
+  }
+  KT_CHECK(j.is_object(), InvalidArgument, "KpaRevision JSON must be an object");
+  KpaRevision r;
+  const json defaults = json::parse(r.to_json());
+  for (auto it = j.begin(); it != j.end(); ++it)
+    KT_CHECK(defaults.contains(it.key()), InvalidArgument, "KpaRevision JSON: unknown key '", it.key(), "'");
+  try {
+    if (j.contains("metric")) r.metric = metric_from(j.at("metric").get<std::string>());
+    if (j.contains("aggregation")) r.aggregation = agg_from(j.at("aggregation").get<std::string>());
+    if (j.contains("container_concurrency")) j.at("container_concurrency").get_to(r.container_concurrency);
+    if (j.contains("activation_scale")) j.at("activation_scale").get_to(r.activation_scale);
+    if (j.contains("reachable")) j.at("reachable").get_to(r.reachable);
+    opt_from_json(j, "target", r.target);
+    opt_from_json(j, "target_utilization_percentage", r.target_utilization_percentage);
+    opt_from_json(j, "target_burst_capacity", r.target_burst_capacity);
+    opt_from_json(j, "window", r.window);
+    opt_from_json(j, "panic_window_percentage", r.panic_window_percentage);
+    opt_from_json(j, "panic_threshold_percentage", r.panic_threshold_percentage);
+    opt_from_json(j, "scale_down_delay", r.scale_down_delay);
+    opt_from_json(j, "scale_to_zero_pod_retention_period", r.scale_to_zero_pod_retention_period);
+    opt_from_json(j, "initial_scale", r.initial_scale);
+    opt_from_json(j, "min_scale", r.min_scale);
+    opt_from_json(j, "max_scale", r.max_scale);
+  } catch (const json::exception& e) {
+    KT_THROW(InvalidArgument, "KpaRevision JSON: ", e.what());
+  }
+  r.validate();
+  return r;
+}
+
+// ------------------------------------------------------------------------------------------ spec resolution
+MetricTarget resolve_metric_target(const KpaConfig& c, const KpaRevision& r) {
+  double total = 0.0, tu = 0.0;
+  if (r.metric == ScalingMetric::kRps) {
+    total = c.rps_target_default;
+    tu = c.target_utilization;
+  } else {
+    total = static_cast<double>(r.container_concurrency);
+    if (total == 0) total = c.container_concurrency_target_default;
+    tu = c.container_concurrency_target_fraction;
+  }
+  if (r.target) {
+    total = *r.target;
+    // Never aim above what containerConcurrency allows.
+    if (r.metric == ScalingMetric::kConcurrency && r.container_concurrency != 0)
+      total = std::min(*r.target, static_cast<double>(r.container_concurrency));
+  }
+  if (r.target_utilization_percentage) tu = *r.target_utilization_percentage / 100.0;
+  return MetricTarget{std::max(kTargetMin, total * tu), total};
+}
+
+std::int32_t resolve_initial_scale(const KpaConfig& c, const KpaRevision& r) {
+  if (!r.initial_scale || (*r.initial_scale == 0 && !c.allow_zero_initial_scale)) return c.initial_scale;
+  return *r.initial_scale;
+}
+
+void DeciderSpec::validate() const {
+  KT_CHECK(max_scale_up_rate > 1.0, InvalidArgument, "max_scale_up_rate = ", max_scale_up_rate, " must be > 1");
+  KT_CHECK(max_scale_down_rate > 1.0, InvalidArgument, "max_scale_down_rate = ", max_scale_down_rate, " must be > 1");
+  KT_CHECK(target_value > 0, InvalidArgument, "target_value = ", target_value, " must be > 0");
+  KT_CHECK(total_value > 0, InvalidArgument, "total_value = ", total_value, " must be > 0");
+  KT_CHECK(target_burst_capacity >= 0 || target_burst_capacity == -1, InvalidArgument, "target_burst_capacity = ",
+           target_burst_capacity, " must be >= 0 or -1");
+  KT_CHECK(panic_threshold > 0, InvalidArgument, "panic_threshold = ", panic_threshold, " must be > 0");
+  KT_CHECK(stable_window > 0, InvalidArgument, "stable_window = ", stable_window, " must be > 0");
+  KT_CHECK(scale_down_delay >= 0, InvalidArgument, "scale_down_delay = ", scale_down_delay, " must be >= 0");
+  KT_CHECK(activator_capacity >= 1, InvalidArgument, "activator_capacity = ", activator_capacity, " must be >= 1");
+  KT_CHECK(activation_scale >= 1, InvalidArgument, "activation_scale = ", activation_scale, " must be >= 1");
+}
+
+DeciderSpec make_decider_spec(const KpaConfig& c, const KpaRevision& r) {
+  c.validate();
+  r.validate();
+  DeciderSpec s;
+  const MetricTarget t = resolve_metric_target(c, r);
+  s.max_scale_up_rate = c.max_scale_up_rate;
+  s.max_scale_down_rate = c.max_scale_down_rate;
+  s.metric = r.metric;
+  s.target_value = t.target;
+  s.total_value = t.total;
+  s.target_burst_capacity = r.target_burst_capacity.value_or(c.target_burst_capacity);
+  s.panic_threshold = r.panic_threshold_percentage.value_or(c.panic_threshold_percentage) / 100.0;
+  s.stable_window = r.window.value_or(c.stable_window);
+  s.panic_window = std::max(kBucketSizeSeconds, s.stable_window * r.panic_window_percentage.value_or(c.panic_window_percentage) / 100.0);
+  s.scale_down_delay = r.scale_down_delay.value_or(c.scale_down_delay);
+  s.initial_scale = resolve_initial_scale(c, r);
+  s.reachable = r.reachable;
+  s.activator_capacity = c.activator_capacity;
+  s.activation_scale = r.activation_scale;
+  return s;
+}
+
+std::int32_t compute_num_activators(std::int32_t ready_pods, const DeciderSpec& spec) {
+  if (spec.target_burst_capacity == 0) return kMinActivators;
+  double cover = static_cast<double>(ready_pods) * spec.total_value;
+  if (spec.target_burst_capacity > 0) cover += spec.target_burst_capacity;
+  return static_cast<std::int32_t>(std::max<double>(kMinActivators, std::ceil(cover / spec.activator_capacity)));
+}
+
+// ---------------------------------------------------------------------------------------------- KpaDecider
+KpaDecider::KpaDecider(const DeciderSpec& spec, std::int32_t ready_pods_at_start, double now) : spec_(spec) {
+  spec_.validate();
+  KT_CHECK(ready_pods_at_start >= 0, InvalidArgument, "ready_pods_at_start = ", ready_pods_at_start, " must be >= 0");
+  if (spec_.scale_down_delay > 0) delay_ = std::make_unique<MaxTimeWindow>(spec_.scale_down_delay, kTickIntervalSeconds);
+  // Upstream starts in panic mode when more than one pod is ready, so a restart never scales down at once.
+  if (ready_pods_at_start > 1) {
+    panicking_ = true;
+    panic_time_ = now;
+  }
+  max_panic_pods_ = ready_pods_at_start;
+}
+
+KpaDecider::KpaDecider(const KpaDecider& o)
+    : spec_(o.spec_), panicking_(o.panicking_), panic_time_(o.panic_time_), max_panic_pods_(o.max_panic_pods_),
+      delay_(o.delay_ ? std::make_unique<MaxTimeWindow>(*o.delay_) : nullptr) {}
+KpaDecider& KpaDecider::operator=(const KpaDecider& o) {
+  if (this != &o) {
+    spec_ = o.spec_;
+    panicking_ = o.panicking_;
+    panic_time_ = o.panic_time_;
+    max_panic_pods_ = o.max_panic_pods_;
+    delay_ = o.delay_ ? std::make_unique<MaxTimeWindow>(*o.delay_) : nullptr;
+  }
+  return *this;
+}
+KpaDecider::KpaDecider(KpaDecider&&) noexcept = default;
+KpaDecider& KpaDecider::operator=(KpaDecider&&) noexcept = default;
+KpaDecider::~KpaDecider() = default;
+
+void KpaDecider::update(const DeciderSpec& spec) {
+  spec.validate();
+  if (spec.scale_down_delay != spec_.scale_down_delay)
+    delay_ = spec.scale_down_delay > 0 ? std::make_unique<MaxTimeWindow>(spec.scale_down_delay, kTickIntervalSeconds)
+                                       : nullptr;
+  spec_ = spec;
+}
+
+ScaleResult KpaDecider::decide(double now, std::int32_t ready_pods, double observed_stable, double observed_panic) {
+  const DeciderSpec& s = spec_;
+  const double ready = std::max(1.0, static_cast<double>(ready_pods));
+  // At least one more pod can always be added, at least one can be removed (upstream comments).
+  const double max_up = std::ceil(s.max_scale_up_rate * ready);
+  const double max_down = s.reachable ? std::floor(ready / s.max_scale_down_rate) : 0.0;
+  const double dspc = std::ceil(observed_stable / s.target_value);
+  const double dppc = std::ceil(observed_panic / s.target_value);
+  auto stable_pods = static_cast<std::int32_t>(std::min(std::max(dspc, max_down), max_up));
+  auto panic_pods = static_cast<std::int32_t>(std::min(std::max(dppc, max_down), max_up));
+  if (s.activation_scale > 1) {
+    if (dspc > 0 && s.activation_scale > stable_pods) stable_pods = s.activation_scale;
+    if (dppc > 0 && s.activation_scale > panic_pods) panic_pods = s.activation_scale;
+  }
+  const bool over = dppc / ready >= s.panic_threshold;
+  if (over) {
+    panicking_ = true;  // enter, or extend the panic window
+    panic_time_ = now;
+  } else if (panicking_ && panic_time_ + s.stable_window < now) {
+    // The surge has made its way into the stable window: leave panic mode.
+    panicking_ = false;
+    max_panic_pods_ = 0;
+  }
+  std::int32_t desired = stable_pods;
+  if (panicking_) {
+    desired = std::max(desired, panic_pods);
+    if (desired > max_panic_pods_) max_panic_pods_ = desired;  // never scale down while panicking
+    desired = max_panic_pods_;
+  }
+  if (delay_) {
+    delay_->record(now, static_cast<double>(desired));
+    desired = static_cast<std::int32_t>(delay_->current());
+  }
+  ScaleResult r;
+  r.desired_pod_count = desired;
+  if (s.target_burst_capacity == 0) {
+    r.excess_burst_capacity = 0;
+  } else if (s.target_burst_capacity > 0) {
+    const double tot = static_cast<double>(ready_pods) * s.total_value;
+    r.excess_burst_capacity = static_cast<std::int32_t>(std::floor(tot - s.target_burst_capacity - observed_panic));
+  } else {
+    r.excess_burst_capacity = -1;
+  }
+  r.num_activators = compute_num_activators(ready_pods, s);
+  r.scale_valid = true;
+  r.panicking = panicking_;
+  return r;
+}
+
+void kpa_decide_batch(KpaDecider* deciders, std::size_t n, double now, const std::int32_t* ready_pods,
+                      const double* observed_stable, const double* observed_panic, ScaleResult* out, int threads) {
+  if (n == 0) return;
+  KT_CHECK(deciders && ready_pods && observed_stable && observed_panic && out, InvalidArgument,
+           "kpa_decide_batch: null pointer with n = ", n);
+  const int t = threads == 1 ? 1 : core::resolve_threads(threads);
+  if (t == 1 || n < 4096) {
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = deciders[i].decide(now, ready_pods[i], observed_stable[i], observed_panic[i]);
+    return;
+  }
+  const auto sn = static_cast<std::int64_t>(n);
+#pragma omp parallel for schedule(static) num_threads(t)
+  for (std::int64_t i = 0; i < sn; ++i)
+    out[i] = deciders[i].decide(now, ready_pods[i], observed_stable[i], observed_panic[i]);
+}
+
+// ------------------------------------------------------------------------------------------ scraping rules
+std::int32_t scrape_sample_size(std::int32_t population) {
+  if (population < 0) return 0;
+  if (population <= 3) return population;
+  constexpr double kX = 1.96 * 1.96 * 100.0 / (5.0 * 5.0);  // critical value^2 * variance / margin^2
+  const double n = static_cast<double>(population);
+  return static_cast<std::int32_t>(std::ceil(n * kX / (n + kX - 1.0)));
+}
+
+Stat aggregate_scrape(double now, const std::vector<Stat>& sampled, std::int32_t ready_pods) {
+  KT_CHECK(!sampled.empty(), InvalidArgument, "aggregate_scrape: no sampled stats");
+  KT_CHECK(ready_pods >= 0, InvalidArgument, "ready_pods = ", ready_pods, " must be >= 0");
+  Stat s;
+  for (const Stat& x : sampled) {
+    s.concurrency += x.concurrency;
+    s.proxied_concurrency += x.proxied_concurrency;
+    s.request_count += x.request_count;
+    s.proxied_request_count += x.proxied_request_count;
+  }
+  const double k = static_cast<double>(ready_pods) / static_cast<double>(sampled.size());
+  s.time = now;
+  s.concurrency *= k;
+  s.proxied_concurrency *= k;
+  s.request_count *= k;
+  s.proxied_request_count *= k;
+  return s;
+}
+
+// ------------------------------------------------------------------------------------ KpaMetricCollector
+KpaMetricCollector::KpaMetricCollector(double stable_window, double panic_window_percentage, Aggregation aggregation)
+    : agg_(aggregation),
+      conc_stable_(stable_window, kBucketSizeSeconds),
+      conc_panic_(std::max(kBucketSizeSeconds, stable_window * panic_window_percentage / 100.0), kBucketSizeSeconds),
+      rps_stable_(stable_window, kBucketSizeSeconds),
+      rps_panic_(std::max(kBucketSizeSeconds, stable_window * panic_window_percentage / 100.0), kBucketSizeSeconds) {
+  KT_CHECK(panic_window_percentage > 0 && panic_window_percentage <= 100, InvalidArgument,
+           "panic_window_percentage = ", panic_window_percentage, " must be in (0, 100]");
+}
+
+void KpaMetricCollector::record(const Stat& s) {
+  const double conc = s.concurrency - s.proxied_concurrency;
+  const double rps = s.request_count - s.proxied_request_count;
+  conc_stable_.record(s.time, conc);
+  conc_panic_.record(s.time, conc);
+  rps_stable_.record(s.time, rps);
+  rps_panic_.record(s.time, rps);
+}
+
+KpaMetricCollector::Observed KpaMetricCollector::read(const WeightedBucketWindow& st, const WeightedBucketWindow& pa,
+                                                       double now) const {
+  Observed o;
+  o.has_data = !st.is_empty(now);
+  if (agg_ == Aggregation::kWeightedExponential) {
+    o.stable = st.window_average(now);
+    o.panic = pa.window_average(now);
+  } else {
+    o.stable = st.BucketWindow::window_average(now);
+    o.panic = pa.BucketWindow::window_average(now);
+  }
+  return o;
+}
+
+KpaMetricCollector::Observed KpaMetricCollector::concurrency(double now) const {
+  return read(conc_stable_, conc_panic_, now);
+}
+KpaMetricCollector::Observed KpaMetricCollector::rps(double now) const { return read(rps_stable_, rps_panic_, now); }
+
+// ------------------------------------------------------------------------------------------------ KpaScaler
+KpaScaler::KpaScaler(const KpaConfig& config, const KpaRevision& revision, double now, std::int32_t initial_replicas)
+    : cfg_(config), rev_(revision), state_since_(now) {
+  cfg_.validate();
+  rev_.validate();
+  tbc_ = rev_.target_burst_capacity.value_or(cfg_.target_burst_capacity);
+  stable_window_ = rev_.window.value_or(cfg_.stable_window);
+  retention_ = rev_.scale_to_zero_pod_retention_period.value_or(cfg_.scale_to_zero_pod_retention_period);
+  initial_scale_ = resolve_initial_scale(cfg_, rev_);
+  // A new revision's deployment is created at its initial scale.
+  replicas_ = initial_replicas >= 0 ? initial_replicas : initial_scale_;
+  proxy_ = tbc_ == -1;
+  proxy_since_ = now;
+}
+
+std::pair<std::int32_t, std::int32_t> KpaScaler::scale_bounds() const {
+  std::int32_t mn = 0;
+  if (rev_.reachable) mn = rev_.min_scale.value_or(cfg_.min_scale);
+  const std::int32_t mx = rev_.max_scale.value_or(cfg_.max_scale);
+  return {mn, mx};
+}
+
+std::int32_t KpaScaler::active_threshold() const {
+  const std::int32_t mn = scale_bounds().first;
+  if (!initialized_) return std::max(mn, initial_scale_);
+  return std::max(mn, 1);
+}
+
+void KpaScaler::set_state(PaState s, double now) {
+  if (s != state_) {
+    state_ = s;
+    state_since_ = now;
+  }
+}
+
+std::pair<std::int32_t, bool> KpaScaler::handle_scale_to_zero(double now, std::int32_t desired) const {
+  if (desired != 0) return {desired, true};
+  if (!cfg_.enable_scale_to_zero) return {1, true};
+  const double in_state = now - state_since_;
+  switch (state_) {
+    case PaState::kActivating:
+      // Stuck activating past the progress deadline: give up and scale to zero.
+      if (in_state > cfg_.activation_timeout) return {desired, true};
+      return {-1, false};
+    case PaState::kActive:
+      // Mark inactive (want 0, not applied) only after a whole stable window of activity; until then keep 1.
+      if (in_state >= stable_window_) return {desired, false};
+      return {1, true};
+    case PaState::kInactive: {
+      // Activator must be in the path: guaranteed with TBC = -1, else probed (here: SKS in proxy mode).
+      const bool activator_in_path = tbc_ == -1 || proxy_;
+      if (!activator_in_path) return {desired, false};
+      const double max_to = std::max(cfg_.scale_to_zero_grace_period, retention_);
+      if (in_state >= max_to) return {desired, true};
+      if (retention_ > 0 && in_state < retention_) return {desired, false};
+      const double proxy_for = proxy_ ? now - proxy_since_ : 0.0;
+      if (cfg_.scale_to_zero_grace_period - proxy_for <= 0) return {desired, true};
+      return {desired, false};
+    }
+  }
+  return {desired, true};
+}
+
+ScalerStep KpaScaler::reconcile(double now, const ScaleResult& decision, std::int32_t ready_pods) {
+  KT_CHECK(ready_pods >= 0, InvalidArgument, "ready_pods = ", ready_pods, " must be >= 0");
+  std::int32_t desired = decision.scale_valid ? decision.desired_pod_count : -1;
+  std::int32_t want = desired;
+  bool applied = false;
+  if (!(desired < 0 && state_ != PaState::kActivating)) {
+    auto [mn, mx] = scale_bounds();
+    // Until the initial scale has been reached once, it acts as a lower bound.
+    if (initial_scale_ > 1 && !initialized_) mn = std::max(initial_scale_, mn);
+    if (desired < mn) desired = mn;
+    else if (mx != 0 && desired > mx) desired = mx;
+    auto [w, apply] = handle_scale_to_zero(now, desired);
+    want = w;
+    if (apply) {
+      replicas_ = want;
+      applied = true;
+    }
+  }
+  // SKS mode: activator in path when scaled to zero, when burst capacity is short, or unknown while inactive.
+  const bool proxy = tbc_ == -1 || want == 0 || (decision.scale_valid && decision.excess_burst_capacity < 0) ||
+                     (want == -1 && state_ == PaState::kInactive);
+  if (proxy && !proxy_) proxy_since_ = now;
+  proxy_ = proxy;
+  // PA Active condition (kpa.go computeActiveCondition).
+  const std::int32_t min_ready = active_threshold();
+  if (ready_pods >= min_ready) initialized_ = true;
+  if (want == 0 || min_ready == 0) {
+    set_state(PaState::kInactive, now);
+  } else if (ready_pods < min_ready) {
+    if (want > 0 || state_ != PaState::kInactive) set_state(PaState::kActivating, now);
+  } else if (want > 0 || state_ != PaState::kInactive) {
+    set_state(PaState::kActive, now);
+  }
+  return ScalerStep{want, applied, replicas_, proxy_, state_};
+}
+
+// ------------------------------------------------------------------------------------------- KpaAutoscaler
+KpaAutoscaler::KpaAutoscaler(const KpaConfig& config, const KpaRevision& revision, double now,
+                             std::int32_t initial_replicas)
+    : spec_(make_decider_spec(config, revision)),
+      collector_(spec_.stable_window, revision.panic_window_percentage.value_or(config.panic_window_percentage),
+                 revision.aggregation),
+      decider_(spec_, 0, now),
+      scaler_(config, revision, now, initial_replicas) {}
+
+ScalerStep KpaAutoscaler::tick(double now, std::int32_t ready_pods) {
+  const KpaMetricCollector::Observed o = collector_.observe(spec_.metric, now);
+  last_ = o.has_data ? decider_.decide(now, ready_pods, o.stable, o.panic) : KpaDecider::no_data();
+  if (!o.has_data) last_.num_activators = compute_num_activators(ready_pods, spec_);
+  return scaler_.reconcile(now, last_, ready_pods);
+}
+
+}  // namespace kubetune::sched::autoscale
