@@ -1,0 +1,104 @@
+// Parzen (kernel mixture) density estimator over mixed continuous / discrete / categorical dimensions (TPE, BOHB).
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include "kubetune/core/rng.hpp"
+
+namespace kubetune::search {
+
+/// One dimension of a Parzen estimator, in the model's coordinates (already log-transformed where the
+/// parameter is log-scaled; the index for ordered lists and categories).
+struct ParzenDim {
+  enum class Kind { Continuous, Discrete, Categorical };
+  Kind kind = Kind::Continuous;
+  double low = 0.0;             ///< Continuous: lower bound of the support; Discrete: first grid value
+  double high = 1.0;            ///< Continuous: upper bound; Discrete: last grid value
+  double step = 0.0;            ///< Discrete: grid spacing (> 0)
+  std::size_t n_choices = 0;    ///< Categorical: number of choices
+  /// Prior kernel: centre (NaN = middle of the range) and width (<= 0 = the range's width, as in Optuna).
+  double prior_mu = std::numeric_limits<double>::quiet_NaN();
+  double prior_sigma = 0.0;
+
+  static ParzenDim continuous(double low, double high);
+  static ParzenDim discrete(double low, double high, double step);
+  static ParzenDim categorical(std::size_t n_choices);
+};
+
+/// Estimator settings. Defaults follow Optuna 4.x `_ParzenEstimatorParameters` as used by TPESampler.
+struct ParzenOptions {
+  double prior_weight = 1.0;        ///< weight of the prior kernel (before normalisation); must be > 0
+  bool magic_clip = true;           ///< lower-bound bandwidths by range / min(100, 1 + n_kernels) (hyperopt)
+  bool consider_endpoints = false;  ///< let the outermost kernels' widths reach the bounds
+  /// false: per-dimension bandwidth from neighbour distances (univariate TPE, Bergstra et al. 2011);
+  /// true: one Scott-type width 0.2 * n^(-1/(d+4)) * range per dimension (multivariate TPE, Falkner et al.
+  /// 2018 / Optuna's multivariate sampler).
+  bool multivariate = false;
+};
+
+/// Mixture of product kernels: one kernel per observation plus one prior kernel. Continuous dimensions use
+/// truncated normals on [low, high]; Discrete ones the mass of a truncated normal on the step's bin
+/// (bounds padded by half a step); Categorical ones the smoothed indicator (prior_weight / n_kernels added
+/// to every choice, then normalised; Optuna 4.x). Weights are the caller's observation weights plus
+/// prior_weight, normalised. References: Bergstra et al., "Algorithms for Hyper-Parameter Optimization",
+/// NeurIPS 2011; Watanabe, "Tree-Structured Parzen Estimator: Understanding Its Algorithm Components and
+/// Their Roles for Better Empirical Performance", 2023.
+///
+/// fit() reuses its buffers, so refitting an estimator of the same or smaller size does not allocate.
+/// log_pdf() uses internal scratch: one object must not be evaluated from several threads at once.
+class ParzenEstimator {
+ public:
+  /// Fit on `n` observations stored row-major (n x dims.size()); `weights` may be null (all ones).
+  /// Throws InvalidArgument on inconsistent dimensions or options.
+  void fit(const std::vector<ParzenDim>& dims, const double* observations, std::size_t n, const double* weights,
+           const ParzenOptions& options);
+
+  std::size_t n_dims() const noexcept { return dims_.size(); }
+  /// Observations + the prior kernel.
+  std::size_t n_kernels() const noexcept { return k_; }
+  const std::vector<ParzenDim>& dims() const noexcept { return dims_; }
+  /// Normalised mixture weights (prior last).
+  const std::vector<double>& weights() const noexcept { return w_; }
+  /// Kernel centres / widths of dimension `d` (n_kernels() values each; categorical: observed index, -1 prior).
+  const double* mus(std::size_t d) const noexcept { return mu_.data() + d * k_; }
+  const double* sigmas(std::size_t d) const noexcept { return sigma_.data() + d * k_; }
+
+  /// Draw m points (row-major m x n_dims()) from the mixture.
+  void sample(Rng& rng, std::size_t m, double* out) const;
+  /// Log density (Continuous dimensions) / log mass (Discrete, Categorical) of m row-major points.
+  /// Work is split over up to n_threads threads when large (<= 0: all hardware threads); results do not
+  /// depend on the thread count.
+  void log_pdf(const double* x, std::size_t m, double* out, int n_threads = 1) const;
+  double log_pdf(const double* x) const;
+
+ private:
+  double log_pdf_one(const double* x, double* acc, double* slack) const;
+
+  std::vector<ParzenDim> dims_;
+  std::size_t k_ = 0;
+  double prior_weight_ = 1.0;
+  bool has_discrete_ = false;
+  std::vector<double> w_, lw_, cum_w_;
+  // Per dimension, n_kernels() entries each (index d * k_ + k).
+  std::vector<double> mu_, sigma_, inv_sigma_, cst_, half_, lz_;
+  // Categorical: log probability of the observed choice / of any other choice, per dimension.
+  std::vector<double> cat_hit_, cat_miss_, cat_prior_;
+  // Scratch.
+  std::vector<double> sort_buf_;
+  std::vector<std::size_t> sort_idx_;
+  mutable std::vector<double> scratch_;
+};
+
+/// Standard normal CDF and its logarithm (accurate far into the lower tail).
+double normal_cdf(double x) noexcept;
+double log_normal_cdf(double x) noexcept;
+/// log(Phi(b) - Phi(a)) for a < b, accurate in both tails.
+double log_normal_cdf_diff(double a, double b) noexcept;
+/// Inverse standard normal CDF (Acklam's rational approximation refined by one Halley step).
+double normal_quantile(double p) noexcept;
+/// Draw from N(mu, sigma^2) truncated to [low, high] by inversion.
+double sample_truncated_normal(Rng& rng, double mu, double sigma, double low, double high) noexcept;
+
+}  // namespace kubetune::search

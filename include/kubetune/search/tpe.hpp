@@ -1,0 +1,110 @@
+// Tree-structured Parzen Estimator searcher: univariate, multivariate and group-decomposed TPE.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kubetune/core/searcher.hpp"
+
+namespace kubetune::search {
+
+/// TPE settings. Defaults are Optuna 4.x TPESampler's; `hyperopt()` gives hyperopt's (tpe.suggest).
+struct TPEConfig {
+  /// How many "good" observations l(x) is fitted on, out of n finished (complete + pruned) trials.
+  enum class GammaRule {
+    Linear,  ///< min(ceil(gamma * n), gamma_max)        (Optuna default_gamma: gamma 0.1, max 25)
+    Sqrt,    ///< min(ceil(gamma * sqrt(n)), gamma_max)  (hyperopt: gamma 0.25, max 25)
+  };
+  std::size_t n_startup_trials = 10;  ///< random draws from the priors before the model starts
+  std::size_t n_ei_candidates = 24;   ///< candidates drawn from l(x) and ranked by l(x) / g(x)
+  GammaRule gamma_rule = GammaRule::Linear;
+  double gamma = 0.1;
+  std::size_t gamma_max = 25;
+  double prior_weight = 1.0;
+  bool consider_magic_clip = true;
+  bool consider_endpoints = false;
+  /// Recency weights (Optuna default_weights, hyperopt linear_forgetting): the newest `n_flat_weights`
+  /// observations weigh 1, older ones ramp linearly from 1/n up to 1. 0 = all weights 1.
+  std::size_t n_flat_weights = 25;
+  /// Joint (product-kernel) density over parameters instead of one density per parameter.
+  bool multivariate = false;
+  /// With multivariate: split the space into groups of parameters that are always active together
+  /// (conditional spaces), each modelled jointly on the trials where it is active. false: conditional
+  /// parameters fall back to univariate models (Optuna's multivariate without group).
+  bool group = true;
+  /// Running / enqueued trials (and earlier points of the same batch) join g(x) as bad observations.
+  bool constant_liar = true;
+  /// Katib's random_state: when set, mixed into each ask's random stream (results still depend on the
+  /// study seed too, so a study stays reproducible).
+  std::optional<std::uint64_t> random_state;
+  /// Threads for candidate scoring (<= 0: hardware threads); results do not depend on it.
+  int n_threads = 1;
+
+  static TPEConfig optuna() { return {}; }
+  /// hyperopt preset: gamma 0.25 * sqrt(n) (cap 25), 20 startup trials, 24 candidates, prior weight 1.
+  static TPEConfig hyperopt();
+  /// Number of "below" observations for n finished trials.
+  std::size_t n_below(std::size_t n) const;
+  /// Throws InvalidArgument naming the first bad field.
+  void validate() const;
+
+  /// {"type": "tpe", ...}; from_json accepts kubetune names, Katib's / hyperopt's setting names
+  /// (n_startup_trials / n_startup_jobs, n_ei_candidates / n_EI_candidates, random_state, gamma,
+  /// prior_weight) and "preset": "optuna" | "hyperopt". Values may be JSON strings ("10", "true").
+  nlohmann::json to_json() const;
+  static TPEConfig from_json(const nlohmann::json& j);
+};
+
+/// Optuna's default_weights(n) / hyperopt's linear forgetting: writes n weights, oldest first.
+void tpe_recency_weights(std::size_t n, std::size_t n_flat, double* out);
+
+/// The split TPE fits on, as indices into ctx.trials in id order: `below` holds the best n_below(n) complete
+/// trials, topped up with pruned ones (deepest step first, then last intermediate value); `above` the other
+/// finished trials plus, with constant_liar, running and enqueued ones. Failed trials are in neither.
+/// Returns n, the number of finished (complete + pruned) trials.
+std::size_t tpe_split(const SearchContext& ctx, const TPEConfig& cfg, std::vector<std::size_t>& below,
+                      std::vector<std::size_t>& above);
+
+namespace detail {
+struct TPEWorkspace;
+}
+
+/// Tree-structured Parzen Estimator. Bergstra, Bardenet, Bengio & Kégl, "Algorithms for Hyper-Parameter
+/// Optimization", NeurIPS 2011 (univariate TPE); Falkner, Klein & Hutter, "BOHB", ICML 2018 (multivariate
+/// kernel); Watanabe, "Tree-Structured Parzen Estimator: Understanding Its Algorithm Components and Their
+/// Roles for Better Empirical Performance", 2023. Defaults as in Optuna 4.x TPESampler.
+///
+/// - Finished trials are split: the best n_below(n) complete ones form l(x) — topped up with pruned
+///   ones ranked by deepest step, then last intermediate value (Optuna's rule) — and the rest form g(x).
+///   Failed trials are ignored; running / enqueued ones are constant liars in g(x).
+/// - Each ask draws n_ei_candidates from l(x) and keeps the one with the largest log l(x) - log g(x).
+/// - Log-scaled parameters are modelled in log space, int / stepped ones as discrete (bin masses),
+///   ordered lists by index, categories with smoothed indicator kernels; the prior kernel follows the
+///   space's prior (Normal / LogNormal mu, sigma).
+/// - Conditional spaces: inactive parameters are never imputed; each parameter (or group) is modelled only
+///   on trials where it is active.
+/// Stateless beyond its config (buffers are reused between asks but never change results).
+class TPE final : public Searcher {
+ public:
+  TPE();
+  explicit TPE(TPEConfig c);
+  ~TPE() override;
+  TPE(const TPE&) = delete;
+  TPE& operator=(const TPE&) = delete;
+  static std::unique_ptr<Searcher> from_json(const nlohmann::json& j);
+
+  std::string type() const override { return "tpe"; }
+  nlohmann::json config() const override;
+  std::vector<Suggestion> ask(const SearchContext& ctx, std::size_t n) override;
+  const TPEConfig& settings() const noexcept { return cfg_; }
+
+ private:
+  TPEConfig cfg_;
+  std::unique_ptr<detail::TPEWorkspace> ws_;
+};
+
+}  // namespace kubetune::search

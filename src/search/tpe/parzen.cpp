@@ -1,0 +1,450 @@
+// Parzen estimator bodies: bandwidth rules (Optuna 4.x / hyperopt), truncated-normal maths, batched scoring.
+#include "kubetune/search/parzen.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kubetune/core/error.hpp"
+#include "kubetune/core/parallel.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace kubetune::search {
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+constexpr double kLogSqrt2Pi = 0.91893853320467274178;
+constexpr double kSqrt2Pi = 2.50662827463100050242;
+// Terms below max - kCut nats contribute < e^-40 ~ 4e-18 each to a log-sum-exp: skipped without effect on
+// double-precision results (at most n_kernels * 4e-18 relative).
+constexpr double kCut = 40.0;
+// Below this much work (candidates x kernels x dims) log_pdf stays on one thread.
+constexpr std::size_t kParallelWork = std::size_t{1} << 17;
+// Optuna's EPS for bandwidths when magic clip is off.
+constexpr double kMinSigma = 1e-12;
+}  // namespace
+
+ParzenDim ParzenDim::continuous(double low, double high) {
+  ParzenDim d;
+  d.kind = Kind::Continuous;
+  d.low = low;
+  d.high = high;
+  return d;
+}
+
+ParzenDim ParzenDim::discrete(double low, double high, double step) {
+  ParzenDim d;
+  d.kind = Kind::Discrete;
+  d.low = low;
+  d.high = high;
+  d.step = step;
+  return d;
+}
+
+ParzenDim ParzenDim::categorical(std::size_t n_choices) {
+  ParzenDim d;
+  d.kind = Kind::Categorical;
+  d.n_choices = n_choices;
+  d.low = 0.0;
+  d.high = static_cast<double>(n_choices) - 1.0;
+  return d;
+}
+
+// ------------------------------------------------------------------------------------------ normal maths
+double normal_cdf(double x) noexcept { return 0.5 * std::erfc(-x * kSqrt1_2); }
+
+double log_normal_cdf(double x) noexcept {
+  if (x > 0.0) return std::log1p(-0.5 * std::erfc(x * kSqrt1_2));
+  if (x > -30.0) return std::log(0.5 * std::erfc(-x * kSqrt1_2));
+  if (x == -kInf) return -kInf;
+  // Asymptotic (Mills ratio) series: Phi(x) ~ phi(x)/(-x) * (1 - 1/x^2 + 3/x^4 - 15/x^6 + 105/x^8).
+  double r = 1.0 / (x * x);
+  double s = 1.0 - r * (1.0 - r * (3.0 - r * (15.0 - r * 105.0)));
+  return -0.5 * x * x - std::log(-x) - kLogSqrt2Pi + std::log(s);
+}
+
+double log_normal_cdf_diff(double a, double b) noexcept {
+  if (!(a < b)) return -kInf;
+  if (a >= 0.0) return log_normal_cdf_diff(-b, -a);  // Phi(b) - Phi(a) = Phi(-a) - Phi(-b)
+  if (b <= 0.0) {
+    double lb = log_normal_cdf(b), la = log_normal_cdf(a);
+    if (lb == -kInf) return -kInf;
+    return lb + std::log1p(-std::exp(la - lb));
+  }
+  return std::log1p(-(normal_cdf(a) + normal_cdf(-b)));
+}
+
+double normal_quantile(double p) noexcept {
+  if (!(p > 0.0)) return -kInf;
+  if (!(p < 1.0)) return kInf;
+  // P. J. Acklam's rational approximation (relative error 1.15e-9), then one Halley step.
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                             6.680131188771972e+01,  -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                             -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                             3.754408661907416e+00};
+  constexpr double plow = 0.02425;
+  double x;
+  if (p < plow) {
+    double q = std::sqrt(-2.0 * std::log(p));
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+  } else if (p <= 1.0 - plow) {
+    double q = p - 0.5, r = q * q;
+    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
+  } else {
+    double q = std::sqrt(-2.0 * std::log1p(-p));
+    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+  }
+  // Halley refinement; in the upper half use the complementary form so precision is kept.
+  double e = x <= 0.0 ? normal_cdf(x) - p : (1.0 - p) - normal_cdf(-x);
+  double u = e * kSqrt2Pi * std::exp(0.5 * x * x);
+  return x - u / (1.0 + 0.5 * x * u);
+}
+
+double sample_truncated_normal(Rng& rng, double mu, double sigma, double low, double high) noexcept {
+  double a = (low - mu) / sigma, b = (high - mu) / sigma;
+  bool flip = a > 0.0;  // both bounds in the upper tail: mirror so the CDF values stay accurate
+  if (flip) {
+    double t = a;
+    a = -b;
+    b = -t;
+  }
+  double pa = normal_cdf(a), pb = normal_cdf(b);
+  double u = rng.uniform();
+  double z;
+  if (pb > pa) {
+    z = normal_quantile(pa + (pb - pa) * u);
+    if (!(z >= a)) z = a;
+    if (!(z <= b)) z = b;
+  } else {
+    z = a + (b - a) * u;  // mass underflows (prior far outside the bounds): uniform on the support
+  }
+  if (flip) z = -z;
+  return std::clamp(mu + sigma * z, low, high);
+}
+
+// ------------------------------------------------------------------------------------------ fit
+void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n,
+                          const double* weights, const ParzenOptions& opt) {
+  KT_CHECK(std::isfinite(opt.prior_weight) && opt.prior_weight > 0.0, InvalidArgument,
+           "parzen: prior_weight = ", opt.prior_weight, " must be > 0");
+  KT_CHECK(!dims.empty(), InvalidArgument, "parzen: at least one dimension is required");
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    const ParzenDim& pd = dims[d];
+    switch (pd.kind) {
+      case ParzenDim::Kind::Continuous:
+        KT_CHECK(std::isfinite(pd.low) && std::isfinite(pd.high) && pd.low < pd.high, InvalidArgument,
+                 "parzen: dimension ", d, " has empty range [", pd.low, ", ", pd.high, "]");
+        break;
+      case ParzenDim::Kind::Discrete:
+        KT_CHECK(std::isfinite(pd.low) && std::isfinite(pd.high) && pd.low <= pd.high, InvalidArgument,
+                 "parzen: dimension ", d, " has empty range [", pd.low, ", ", pd.high, "]");
+        KT_CHECK(pd.step > 0.0 && std::isfinite(pd.step), InvalidArgument, "parzen: dimension ", d,
+                 " has step = ", pd.step, " (must be > 0)");
+        break;
+      case ParzenDim::Kind::Categorical:
+        KT_CHECK(pd.n_choices >= 1, InvalidArgument, "parzen: dimension ", d, " has n_choices = 0");
+        break;
+    }
+  }
+  dims_ = dims;
+  prior_weight_ = opt.prior_weight;
+  const std::size_t D = dims.size();
+  k_ = n + 1;
+  // Mixture weights: observations' (default 1) then the prior's, normalised.
+  w_.resize(k_);
+  lw_.resize(k_);
+  cum_w_.resize(k_);
+  double total = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double wi = weights ? weights[i] : 1.0;
+    KT_CHECK(std::isfinite(wi) && wi >= 0.0, InvalidArgument, "parzen: weight ", i, " = ", wi,
+             " must be finite and >= 0");
+    w_[i] = wi;
+    total += wi;
+  }
+  w_[n] = n == 0 ? 1.0 : opt.prior_weight;
+  total += w_[n];
+  double run = 0.0;
+  for (std::size_t k = 0; k < k_; ++k) {
+    w_[k] /= total;
+    lw_[k] = std::log(w_[k]);
+    run += w_[k];
+    cum_w_[k] = run;
+  }
+  cum_w_[k_ - 1] = 1.0;
+
+  mu_.resize(D * k_);
+  sigma_.resize(D * k_);
+  inv_sigma_.resize(D * k_);
+  cst_.resize(D * k_);
+  half_.resize(D * k_);
+  lz_.resize(D * k_);
+  cat_hit_.assign(D, 0.0);
+  cat_miss_.assign(D, 0.0);
+  cat_prior_.assign(D, 0.0);
+  has_discrete_ = false;
+  const double n_obs = static_cast<double>(std::max<std::size_t>(n, 1));
+  for (std::size_t d = 0; d < D; ++d) {
+    const ParzenDim& pd = dims[d];
+    double* mu = mu_.data() + d * k_;
+    double* sg = sigma_.data() + d * k_;
+    double* inv = inv_sigma_.data() + d * k_;
+    double* cst = cst_.data() + d * k_;
+    double* half = half_.data() + d * k_;
+    double* lzs = lz_.data() + d * k_;
+    if (pd.kind == ParzenDim::Kind::Categorical) {
+      const double C = static_cast<double>(pd.n_choices);
+      for (std::size_t i = 0; i < n; ++i) {
+        double c = obs[i * D + d];
+        KT_CHECK(c >= 0.0 && c < C && c == std::floor(c), InvalidArgument, "parzen: observation ", i,
+                 " of categorical dimension ", d, " = ", c, " is not an index below ", pd.n_choices);
+        mu[i] = c;
+      }
+      mu[n] = -1.0;
+      std::fill(sg, sg + k_, 0.0);
+      std::fill(inv, inv + k_, 0.0);
+      std::fill(cst, cst + k_, 0.0);
+      std::fill(half, half + k_, 0.0);
+      std::fill(lzs, lzs + k_, 0.0);
+      // Smoothing as Optuna 4.x: prior_weight / n_kernels on every choice, +1 on the observed one.
+      double a = opt.prior_weight / static_cast<double>(k_);
+      double norm = a * C + 1.0;
+      cat_hit_[d] = std::log((a + 1.0) / norm);
+      cat_miss_[d] = std::log(a / norm);
+      cat_prior_[d] = -std::log(C);
+      continue;
+    }
+    const bool disc = pd.kind == ParzenDim::Kind::Discrete;
+    has_discrete_ = has_discrete_ || disc;
+    const double s = disc ? pd.step : 0.0;
+    const double width = pd.high - pd.low + s;
+    const double lo_e = pd.low - 0.5 * s, hi_e = pd.high + 0.5 * s;
+    const double pmu = std::isnan(pd.prior_mu) ? 0.5 * (pd.low + pd.high) : pd.prior_mu;
+    const double psig = pd.prior_sigma > 0.0 ? pd.prior_sigma : width;
+    for (std::size_t i = 0; i < n; ++i) {
+      double v = obs[i * D + d];
+      KT_CHECK(std::isfinite(v), InvalidArgument, "parzen: observation ", i, " of dimension ", d, " = ", v,
+               " is not finite");
+      mu[i] = std::clamp(v, lo_e, hi_e);
+    }
+    if (opt.multivariate) {
+      // Scott-type rule of Optuna's multivariate TPE: 0.2 * n^(-1/(d+4)) * range.
+      double sig = 0.2 * std::pow(n_obs, -1.0 / (static_cast<double>(D) + 4.0)) * width;
+      std::fill(sg, sg + n, sig);
+    } else if (n > 0) {
+      // Neighbour distances among the sorted centres (the prior's centre included) and the two bounds
+      // (Bergstra et al. 2011; hyperopt's adaptive_parzen_normal; Optuna 4.x).
+      sort_buf_.resize(n + 1);
+      std::copy(mu, mu + n, sort_buf_.begin());
+      sort_buf_[n] = pmu;
+      sort_idx_.resize(n + 1);
+      std::iota(sort_idx_.begin(), sort_idx_.end(), std::size_t{0});
+      const double* sb = sort_buf_.data();
+      std::sort(sort_idx_.begin(), sort_idx_.end(),
+                [sb](std::size_t x, std::size_t y) { return sb[x] < sb[y] || (sb[x] == sb[y] && x < y); });
+      auto at = [&](std::size_t j) -> double {  // sorted centres with the bounds at both ends (j in [0, n+2])
+        if (j == 0) return lo_e;
+        if (j == n + 2) return hi_e;
+        return sb[sort_idx_[j - 1]];
+      };
+      for (std::size_t j = 0; j <= n; ++j) {
+        double left = at(j + 1) - at(j), right = at(j + 2) - at(j + 1);
+        double sig = std::max(left, right);
+        if (!opt.consider_endpoints) {
+          if (j == 0) sig = right;
+          if (j == n) sig = left;
+        }
+        std::size_t who = sort_idx_[j];
+        if (who < n) sg[who] = sig;
+      }
+    }
+    const double maxsig = width;
+    const double minsig =
+        opt.magic_clip ? width / std::min(100.0, 1.0 + static_cast<double>(k_)) : kMinSigma;
+    for (std::size_t i = 0; i < n; ++i) sg[i] = std::clamp(sg[i], minsig, maxsig);
+    mu[n] = pmu;
+    sg[n] = psig;
+    for (std::size_t k = 0; k < k_; ++k) {
+      double lz = log_normal_cdf_diff((lo_e - mu[k]) / sg[k], (hi_e - mu[k]) / sg[k]);
+      lzs[k] = lz;
+      inv[k] = 1.0 / sg[k];
+      cst[k] = -std::log(sg[k]) - lz - kLogSqrt2Pi + (disc ? std::log(s) : 0.0);
+      half[k] = disc ? 0.5 * s / sg[k] : 0.0;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------ sample
+void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out) const {
+  KT_CHECK(k_ > 0, StateError, "parzen: sample() before fit()");
+  const std::size_t D = dims_.size();
+  const std::size_t n = k_ - 1;
+  for (std::size_t r = 0; r < m; ++r) {
+    double u = rng.uniform();
+    std::size_t k = static_cast<std::size_t>(std::upper_bound(cum_w_.begin(), cum_w_.end(), u) - cum_w_.begin());
+    if (k >= k_) k = k_ - 1;
+    for (std::size_t d = 0; d < D; ++d) {
+      const ParzenDim& pd = dims_[d];
+      double mu = mu_[d * k_ + k], sg = sigma_[d * k_ + k];
+      double v;
+      switch (pd.kind) {
+        case ParzenDim::Kind::Continuous:
+          v = sample_truncated_normal(rng, mu, sg, pd.low, pd.high);
+          break;
+        case ParzenDim::Kind::Discrete: {
+          double t = sample_truncated_normal(rng, mu, sg, pd.low - 0.5 * pd.step, pd.high + 0.5 * pd.step);
+          double last = std::round((pd.high - pd.low) / pd.step);
+          double j = std::clamp(std::round((t - pd.low) / pd.step), 0.0, last);
+          v = pd.low + j * pd.step;
+          break;
+        }
+        default: {
+          const double C = static_cast<double>(pd.n_choices);
+          if (k == n) {
+            v = static_cast<double>(rng.below(pd.n_choices));
+          } else {
+            double a = prior_weight_ / static_cast<double>(k_);
+            double t = rng.uniform() * (a * C + 1.0);
+            v = t < 1.0 ? mu : std::min(std::floor((t - 1.0) / a), C - 1.0);
+          }
+          break;
+        }
+      }
+      out[r * D + d] = v;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------ log_pdf
+double ParzenEstimator::log_pdf_one(const double* x, double* acc, double* slack) const {
+  const std::size_t D = dims_.size();
+  const std::size_t K = k_;
+  const std::size_t n = K - 1;
+  for (std::size_t d = 0; d < D; ++d) {
+    const ParzenDim& pd = dims_[d];
+    double v = x[d];
+    if (pd.kind == ParzenDim::Kind::Continuous) {
+      if (!(v >= pd.low && v <= pd.high)) return -kInf;
+    } else if (pd.kind == ParzenDim::Kind::Discrete) {
+      if (!(v >= pd.low - 0.5 * pd.step && v <= pd.high + 0.5 * pd.step)) return -kInf;
+    } else if (!(v >= 0.0 && v < static_cast<double>(pd.n_choices))) {
+      return -kInf;
+    }
+  }
+  std::copy(lw_.data(), lw_.data() + K, acc);
+  if (has_discrete_) std::fill(slack, slack + K, 0.0);
+  for (std::size_t d = 0; d < D; ++d) {
+    const ParzenDim& pd = dims_[d];
+    const double v = x[d];
+    const double* mu = mu_.data() + d * K;
+    if (pd.kind == ParzenDim::Kind::Categorical) {
+      const double hit = cat_hit_[d], miss = cat_miss_[d];
+      const double c = std::floor(v);
+      for (std::size_t k = 0; k < n; ++k) acc[k] += mu[k] == c ? hit : miss;
+      acc[n] += cat_prior_[d];
+      continue;
+    }
+    const double* inv = inv_sigma_.data() + d * K;
+    const double* cst = cst_.data() + d * K;
+    if (pd.kind == ParzenDim::Kind::Continuous) {
+      for (std::size_t k = 0; k < K; ++k) {
+        double z = (v - mu[k]) * inv[k];
+        acc[k] += cst[k] - 0.5 * z * z;
+      }
+    } else {
+      // Midpoint approximation of the bin's log mass, with a bound on its error (|z| h + h^2 / 2).
+      const double* half = half_.data() + d * K;
+      const double g = std::round((v - pd.low) / pd.step) * pd.step + pd.low;  // v's bin
+      for (std::size_t k = 0; k < K; ++k) {
+        double z = (g - mu[k]) * inv[k];
+        acc[k] += cst[k] - 0.5 * z * z;
+        slack[k] += std::abs(z) * half[k] + 0.5 * half[k] * half[k];
+      }
+    }
+  }
+  if (!has_discrete_) {
+    double M = *std::max_element(acc, acc + K);
+    if (M == -kInf) return -kInf;
+    double s = 0.0;
+    const double thr = M - kCut;
+    for (std::size_t k = 0; k < K; ++k)
+      if (acc[k] >= thr) s += std::exp(acc[k] - M);
+    return M + std::log(s);
+  }
+  // Discrete dimensions: the approximations bound the exact terms; only kernels that may matter are
+  // evaluated exactly (bin masses via log Phi differences), the rest are provably negligible.
+  double L = -kInf;
+  for (std::size_t k = 0; k < K; ++k) L = std::max(L, acc[k] - slack[k]);
+  const double thr = L - kCut;
+  double M = -kInf;
+  for (std::size_t k = 0; k < K; ++k) {
+    if (acc[k] + slack[k] < thr) {
+      acc[k] = -kInf;
+      continue;
+    }
+    double e = lw_[k];
+    for (std::size_t d = 0; d < D; ++d) {
+      const ParzenDim& pd = dims_[d];
+      const std::size_t i = d * K + k;
+      const double v = x[d];
+      if (pd.kind == ParzenDim::Kind::Categorical) {
+        e += k == n ? cat_prior_[d] : (mu_[i] == std::floor(v) ? cat_hit_[d] : cat_miss_[d]);
+      } else if (pd.kind == ParzenDim::Kind::Continuous) {
+        double z = (v - mu_[i]) * inv_sigma_[i];
+        e += cst_[i] - 0.5 * z * z;
+      } else {
+        double inv = inv_sigma_[i];
+        double g = std::round((v - pd.low) / pd.step) * pd.step + pd.low;  // grid value of v's bin
+        e += log_normal_cdf_diff((g - 0.5 * pd.step - mu_[i]) * inv, (g + 0.5 * pd.step - mu_[i]) * inv) - lz_[i];
+      }
+    }
+    acc[k] = e;
+    M = std::max(M, e);
+  }
+  if (M == -kInf) return -kInf;
+  double s = 0.0;
+  for (std::size_t k = 0; k < K; ++k)
+    if (acc[k] > M - kCut) s += std::exp(acc[k] - M);
+  return M + std::log(s);
+}
+
+void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n_threads) const {
+  KT_CHECK(k_ > 0, StateError, "parzen: log_pdf() before fit()");
+  const std::size_t D = dims_.size();
+  int nt = core::resolve_threads(n_threads);
+  if (m * k_ * D < kParallelWork) nt = 1;
+  nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(nt), std::max<std::size_t>(m, 1)));
+  const std::size_t per = 2 * k_;
+  if (scratch_.size() < per * static_cast<std::size_t>(nt)) scratch_.resize(per * static_cast<std::size_t>(nt));
+  double* scratch = scratch_.data();
+  const long long mm = static_cast<long long>(m);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+#endif
+  for (long long r = 0; r < mm; ++r) {
+    int tid = 0;
+#ifdef _OPENMP
+    tid = omp_get_thread_num();
+#endif
+    double* acc = scratch + per * static_cast<std::size_t>(tid);
+    out[r] = log_pdf_one(x + static_cast<std::size_t>(r) * D, acc, acc + k_);
+  }
+}
+
+double ParzenEstimator::log_pdf(const double* x) const {
+  double out = 0.0;
+  log_pdf(x, 1, &out, 1);
+  return out;
+}
+
+}  // namespace kubetune::search

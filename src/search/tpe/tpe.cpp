@@ -1,0 +1,547 @@
+// TPE searcher: trial split, per-group Parzen models, candidate ranking, constant liar, config parsing.
+#include "kubetune/search/tpe.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <unordered_set>
+
+#include "kubetune/core/error.hpp"
+#include "kubetune/search/parzen.hpp"
+
+namespace kubetune::search {
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ------------------------------------------------------------------ settings parsing (Katib sends strings)
+double as_number(const nlohmann::json& v, const std::string& key) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    std::size_t pos = 0;
+    double d = 0.0;
+    try {
+      d = std::stod(s, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    KT_CHECK(pos > 0 && pos == s.size(), InvalidArgument, "tpe: setting '", key, "' = \"", s,
+             "\" is not a number");
+    return d;
+  }
+  KT_THROW(InvalidArgument, "tpe: setting '", key, "' = ", v.dump(), " is not a number");
+}
+
+std::size_t as_count(const nlohmann::json& v, const std::string& key) {
+  double d = as_number(v, key);
+  KT_CHECK(std::isfinite(d) && d >= 0.0 && d == std::floor(d) && d < 1e15, InvalidArgument, "tpe: setting '", key,
+           "' = ", v.dump(), " must be a non-negative integer");
+  return static_cast<std::size_t>(d);
+}
+
+bool as_bool(const nlohmann::json& v, const std::string& key) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) {
+    double d = v.get<double>();
+    KT_CHECK(d == 0.0 || d == 1.0, InvalidArgument, "tpe: setting '", key, "' = ", v.dump(), " is not a boolean");
+    return d == 1.0;
+  }
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (s == "true" || s == "1" || s == "yes") return true;
+    if (s == "false" || s == "0" || s == "no") return false;
+  }
+  KT_THROW(InvalidArgument, "tpe: setting '", key, "' = ", v.dump(), " is not a boolean");
+}
+
+std::string as_string(const nlohmann::json& v, const std::string& key) {
+  KT_CHECK(v.is_string(), InvalidArgument, "tpe: setting '", key, "' = ", v.dump(), " must be a string");
+  return v.get<std::string>();
+}
+
+std::uint64_t hash_point(const std::vector<double>& x) {
+  std::uint64_t h = 0x9E3779B97F4A7C15ULL ^ x.size();
+  for (double v : x) {
+    std::uint64_t b;
+    if (std::isnan(v)) {
+      b = 0x7FF8DEADBEEF0001ULL;
+    } else {
+      if (v == 0.0) v = 0.0;  // -0 == +0
+      std::memcpy(&b, &v, sizeof b);
+    }
+    h = mix64(h ^ b);
+  }
+  return h;
+}
+}  // namespace
+
+// ------------------------------------------------------------------ config
+TPEConfig TPEConfig::hyperopt() {
+  TPEConfig c;
+  c.n_startup_trials = 20;
+  c.n_ei_candidates = 24;
+  c.gamma_rule = GammaRule::Sqrt;
+  c.gamma = 0.25;
+  c.gamma_max = 25;
+  c.prior_weight = 1.0;
+  return c;
+}
+
+std::size_t TPEConfig::n_below(std::size_t n) const {
+  double x = static_cast<double>(n);
+  double v = gamma_rule == GammaRule::Linear ? std::ceil(gamma * x) : std::ceil(gamma * std::sqrt(x));
+  return std::min<std::size_t>(static_cast<std::size_t>(std::max(v, 0.0)), gamma_max);
+}
+
+void TPEConfig::validate() const {
+  KT_CHECK(n_ei_candidates >= 1, InvalidArgument, "tpe: n_ei_candidates = ", n_ei_candidates, " must be >= 1");
+  KT_CHECK(std::isfinite(gamma) && gamma > 0.0, InvalidArgument, "tpe: gamma = ", gamma, " must be > 0");
+  KT_CHECK(gamma_max >= 1, InvalidArgument, "tpe: gamma_max = ", gamma_max, " must be >= 1");
+  KT_CHECK(std::isfinite(prior_weight) && prior_weight > 0.0, InvalidArgument, "tpe: prior_weight = ",
+           prior_weight, " must be > 0");
+}
+
+nlohmann::json TPEConfig::to_json() const {
+  nlohmann::json j;
+  j["type"] = "tpe";
+  j["n_startup_trials"] = n_startup_trials;
+  j["n_ei_candidates"] = n_ei_candidates;
+  j["gamma_rule"] = gamma_rule == GammaRule::Linear ? "linear" : "sqrt";
+  j["gamma"] = gamma;
+  j["gamma_max"] = gamma_max;
+  j["prior_weight"] = prior_weight;
+  j["consider_magic_clip"] = consider_magic_clip;
+  j["consider_endpoints"] = consider_endpoints;
+  j["n_flat_weights"] = n_flat_weights;
+  j["multivariate"] = multivariate;
+  j["group"] = group;
+  j["constant_liar"] = constant_liar;
+  j["random_state"] = random_state ? nlohmann::json(*random_state) : nlohmann::json(nullptr);
+  j["n_threads"] = n_threads;
+  return j;
+}
+
+TPEConfig TPEConfig::from_json(const nlohmann::json& j) {
+  KT_CHECK(j.is_object() || j.is_null(), InvalidArgument, "tpe: config must be a JSON object, got ", j.dump());
+  TPEConfig c;
+  if (j.is_null()) return c;
+  if (j.contains("preset")) {
+    std::string p = as_string(j["preset"], "preset");
+    if (p == "hyperopt") {
+      c = hyperopt();
+    } else {
+      KT_CHECK(p == "optuna", InvalidArgument, "tpe: setting 'preset' = \"", p,
+               "\" is unknown (expected \"optuna\" or \"hyperopt\")");
+    }
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    const nlohmann::json& v = it.value();
+    if (k == "type" || k == "preset") continue;
+    if (k == "n_startup_trials" || k == "n_startup_jobs") {
+      c.n_startup_trials = as_count(v, k);
+    } else if (k == "n_ei_candidates" || k == "n_EI_candidates") {
+      c.n_ei_candidates = as_count(v, k);
+    } else if (k == "gamma") {
+      c.gamma = as_number(v, k);
+    } else if (k == "gamma_rule") {
+      std::string r = as_string(v, k);
+      KT_CHECK(r == "linear" || r == "sqrt", InvalidArgument, "tpe: setting 'gamma_rule' = \"", r,
+               "\" is unknown (expected \"linear\" or \"sqrt\")");
+      c.gamma_rule = r == "linear" ? GammaRule::Linear : GammaRule::Sqrt;
+    } else if (k == "gamma_max") {
+      c.gamma_max = as_count(v, k);
+    } else if (k == "prior_weight") {
+      c.prior_weight = as_number(v, k);
+    } else if (k == "consider_magic_clip") {
+      c.consider_magic_clip = as_bool(v, k);
+    } else if (k == "consider_endpoints") {
+      c.consider_endpoints = as_bool(v, k);
+    } else if (k == "n_flat_weights" || k == "linear_forgetting") {
+      c.n_flat_weights = as_count(v, k);
+    } else if (k == "multivariate") {
+      c.multivariate = as_bool(v, k);
+    } else if (k == "group") {
+      c.group = as_bool(v, k);
+    } else if (k == "constant_liar") {
+      c.constant_liar = as_bool(v, k);
+    } else if (k == "random_state" || k == "seed") {
+      if (v.is_null()) {
+        c.random_state.reset();
+      } else {
+        double d = as_number(v, k);
+        KT_CHECK(std::isfinite(d) && d >= 0.0 && d == std::floor(d) && d < 1.8e19, InvalidArgument,
+                 "tpe: setting '", k, "' = ", v.dump(), " must be a non-negative integer");
+        c.random_state = v.is_number_unsigned() ? v.get<std::uint64_t>() : static_cast<std::uint64_t>(d);
+      }
+    } else if (k == "n_threads") {
+      double d = as_number(v, k);
+      KT_CHECK(d == std::floor(d) && std::abs(d) < 1e6, InvalidArgument, "tpe: setting 'n_threads' = ", v.dump(),
+               " must be an integer");
+      c.n_threads = static_cast<int>(d);
+    } else {
+      KT_THROW(InvalidArgument, "tpe: unknown setting '", k,
+               "' (known: n_startup_trials, n_ei_candidates, gamma, gamma_rule, gamma_max, prior_weight, "
+               "consider_magic_clip, consider_endpoints, n_flat_weights, multivariate, group, constant_liar, "
+               "random_state, n_threads, preset)");
+    }
+  }
+  c.validate();
+  return c;
+}
+
+void tpe_recency_weights(std::size_t n, std::size_t n_flat, double* out) {
+  // Optuna default_weights: n < 25 -> ones; else linspace(1/n, 1, n - 25) followed by 25 ones.
+  if (n_flat == 0 || n < n_flat) {
+    std::fill(out, out + n, 1.0);
+    return;
+  }
+  const std::size_t ramp = n - n_flat;
+  const double lo = 1.0 / static_cast<double>(n);
+  for (std::size_t i = 0; i < ramp; ++i)
+    out[i] = ramp == 1 ? lo : lo + (1.0 - lo) * static_cast<double>(i) / static_cast<double>(ramp - 1);
+  std::fill(out + ramp, out + n, 1.0);
+}
+
+// ------------------------------------------------------------------ workspace (reused buffers + space model)
+namespace detail {
+struct ParamModel {
+  ParzenDim dim;
+  bool log = false;
+  bool index = false;  // Discrete list / Categorical: the model value is the index
+};
+struct Group {
+  std::vector<std::size_t> params;
+  std::vector<ParzenDim> dims;
+};
+struct TPEWorkspace {
+  bool have_space = false;
+  SearchSpace space;
+  bool multivariate = false, group = false;
+  std::vector<ParamModel> pm;
+  std::vector<Group> groups;
+  std::uint64_t cardinality = 0;  // 0 = infinite (or too large to matter)
+
+  std::vector<std::pair<double, std::size_t>> complete;
+  std::vector<std::tuple<double, double, std::size_t>> pruned;
+  std::vector<std::size_t> below, above;
+  std::vector<double> batch;  // in-batch points, row-major (constant liars)
+  std::size_t n_batch = 0;
+  std::vector<ParzenEstimator> est_below, est_above;
+  std::vector<char> below_ok;
+  std::vector<std::size_t> above_version;
+  std::vector<double> obs, wts, cand, lb, la;
+  std::unordered_set<std::uint64_t> seen;
+
+  void prepare(const SearchSpace& s, const TPEConfig& cfg);
+};
+
+void TPEWorkspace::prepare(const SearchSpace& s, const TPEConfig& cfg) {
+  if (have_space && multivariate == cfg.multivariate && group == cfg.group && space == s) return;
+  have_space = true;
+  space = s;
+  multivariate = cfg.multivariate;
+  group = cfg.group;
+  const std::size_t D = s.size();
+  pm.assign(D, {});
+  cardinality = 1;
+  for (std::size_t i = 0; i < D; ++i) {
+    const Param& p = s.param(i);
+    ParamModel& m = pm[i];
+    std::uint64_t c = p.cardinality();
+    if (c == 0 || cardinality == 0 || cardinality > (1ULL << 40) / c)
+      cardinality = 0;
+    else
+      cardinality *= c;
+    if (p.type == ParamType::Categorical) {
+      m.dim = ParzenDim::categorical(p.choices.size());
+      m.index = true;
+      continue;
+    }
+    if (p.type == ParamType::Discrete) {
+      // Ordered numeric list: modelled on its index grid (0, 1, ..., k-1), so neighbours share mass.
+      m.dim = ParzenDim::discrete(0.0, static_cast<double>(p.values.size()) - 1.0, 1.0);
+      m.index = true;
+      continue;
+    }
+    const bool stepped = p.type == ParamType::Int || p.step > 0.0;
+    const double step = p.type == ParamType::Int ? std::max(p.step, 1.0) : p.step;
+    const double hi = stepped ? p.low + step * static_cast<double>(c - 1) : p.high;
+    if (p.is_log()) {
+      // Log scale: continuous in log space (padded by half a step when the bound stays > 0), then snapped
+      // (Optuna models log ints the same way).
+      double lo_v = p.low, hi_v = hi;
+      if (stepped && p.low - 0.5 * step > 0.0) {
+        lo_v = p.low - 0.5 * step;
+        hi_v = hi + 0.5 * step;
+      }
+      m.log = true;
+      if (hi_v > lo_v)
+        m.dim = ParzenDim::continuous(std::log(lo_v), std::log(hi_v));
+      else
+        m.dim = ParzenDim::discrete(std::log(lo_v), std::log(lo_v), 1.0);  // a single legal value
+    } else if (stepped) {
+      m.dim = ParzenDim::discrete(p.low, hi, step);
+    } else if (p.high > p.low) {
+      m.dim = ParzenDim::continuous(p.low, p.high);
+    } else {
+      m.dim = ParzenDim::discrete(p.low, p.low, 1.0);
+    }
+    if (p.distribution == Distribution::Normal || p.distribution == Distribution::LogNormal) {
+      m.dim.prior_mu = p.mu;  // LogNormal's mu / sigma are already in log space
+      m.dim.prior_sigma = p.sigma;
+    }
+  }
+  // Groups: parameters always active together share a condition chain (conditions only name categorical
+  // parents declared earlier, so ordering groups by first member also orders parents before children).
+  groups.clear();
+  std::vector<int> parents = s.parent_indices();
+  std::vector<std::string> chain(D);
+  for (std::size_t i = 0; i < D; ++i) {
+    const Param& p = s.param(i);
+    if (!p.condition) continue;
+    std::vector<std::string> vals = p.condition->values;
+    std::sort(vals.begin(), vals.end());
+    std::string key = chain[static_cast<std::size_t>(parents[i])] + "|" + std::to_string(parents[i]) + ":";
+    for (const auto& v : vals) key += std::to_string(v.size()) + "#" + v;
+    chain[i] = key;
+  }
+  std::map<std::string, std::size_t> by_key;
+  for (std::size_t i = 0; i < D; ++i) {
+    bool joint = multivariate && (group || chain[i].empty());
+    if (joint) {
+      auto it = by_key.find(chain[i]);
+      if (it != by_key.end()) {
+        groups[it->second].params.push_back(i);
+        groups[it->second].dims.push_back(pm[i].dim);
+        continue;
+      }
+      by_key[chain[i]] = groups.size();
+    }
+    groups.push_back({{i}, {pm[i].dim}});
+  }
+  est_below.resize(groups.size());
+  est_above.resize(groups.size());
+  below_ok.assign(groups.size(), 0);
+  above_version.assign(groups.size(), 0);
+}
+}  // namespace detail
+
+namespace {
+double to_model(const detail::ParamModel& m, double v) { return m.log ? std::log(v) : v; }
+
+double from_model(const SearchSpace& s, const detail::ParamModel& m, std::size_t i, double t) {
+  if (m.index) return s.snap(i, std::round(t));
+  return s.snap(i, m.log ? std::exp(t) : t);
+}
+}  // namespace
+
+namespace {
+// Classify the history (trials are in id order) and split it as Optuna 4.x's _split_trials does.
+std::size_t split_history(const SearchContext& ctx, const TPEConfig& cfg,
+                          std::vector<std::pair<double, std::size_t>>& complete,
+                          std::vector<std::tuple<double, double, std::size_t>>& pruned,
+                          std::vector<std::size_t>& below, std::vector<std::size_t>& above,
+                          std::unordered_set<std::uint64_t>* seen) {
+  complete.clear();
+  pruned.clear();
+  below.clear();
+  above.clear();
+  const std::size_t D = ctx.space.size();
+  const auto& trials = ctx.trials;
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const Trial& t = trials[i];
+    if (t.x.size() != D) continue;
+    if (seen) seen->insert(hash_point(t.x));
+    switch (t.state) {
+      case TrialState::Complete: {
+        double l = ctx.loss(t);
+        if (!std::isnan(l)) complete.emplace_back(l, i);
+        break;
+      }
+      case TrialState::Pruned: {
+        // Deepest step first, then best last intermediate value (NaN last); none reported => after all.
+        if (t.intermediate.empty()) {
+          pruned.emplace_back(1.0, 0.0, i);
+        } else {
+          double v = ctx.signed_value(t.intermediate.back().second);
+          pruned.emplace_back(-static_cast<double>(t.intermediate.back().first), std::isnan(v) ? kInf : v, i);
+        }
+        break;
+      }
+      case TrialState::Running:
+      case TrialState::Pending:
+        if (cfg.constant_liar) above.push_back(i);  // constant liar: a pending point counts as bad
+        break;
+      case TrialState::Failed:
+        break;
+    }
+  }
+  const std::size_t n_fin = complete.size() + pruned.size();
+  const std::size_t nb = cfg.n_below(n_fin);
+  std::sort(complete.begin(), complete.end());
+  const std::size_t nbc = std::min(nb, complete.size());
+  for (std::size_t k = 0; k < complete.size(); ++k) (k < nbc ? below : above).push_back(complete[k].second);
+  const std::size_t nbp = std::min(nb - nbc, pruned.size());
+  std::sort(pruned.begin(), pruned.end());
+  for (std::size_t k = 0; k < pruned.size(); ++k) (k < nbp ? below : above).push_back(std::get<2>(pruned[k]));
+  std::sort(below.begin(), below.end());
+  std::sort(above.begin(), above.end());
+  return n_fin;
+}
+}  // namespace
+
+std::size_t tpe_split(const SearchContext& ctx, const TPEConfig& cfg, std::vector<std::size_t>& below,
+                      std::vector<std::size_t>& above) {
+  std::vector<std::pair<double, std::size_t>> complete;
+  std::vector<std::tuple<double, double, std::size_t>> pruned;
+  return split_history(ctx, cfg, complete, pruned, below, above, nullptr);
+}
+
+// ------------------------------------------------------------------ searcher
+TPE::TPE() : TPE(TPEConfig{}) {}
+TPE::TPE(TPEConfig c) : cfg_(std::move(c)), ws_(std::make_unique<detail::TPEWorkspace>()) { cfg_.validate(); }
+TPE::~TPE() = default;
+
+std::unique_ptr<Searcher> TPE::from_json(const nlohmann::json& j) {
+  return std::make_unique<TPE>(TPEConfig::from_json(j));
+}
+
+nlohmann::json TPE::config() const { return cfg_.to_json(); }
+
+std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
+  detail::TPEWorkspace& ws = *ws_;
+  const SearchSpace& space = ctx.space;
+  const std::size_t D = space.size();
+  std::vector<Suggestion> out;
+  if (n == 0 || D == 0) return out;
+  ws.prepare(space, cfg_);
+  Rng local = cfg_.random_state ? Rng(mix64(*cfg_.random_state), ctx.rng.next_u64()) : Rng(0);
+  Rng& rng = cfg_.random_state ? local : ctx.rng;
+
+  const auto& trials = ctx.trials;
+  ws.seen.clear();
+  const std::size_t n_fin =
+      split_history(ctx, cfg_, ws.complete, ws.pruned, ws.below, ws.above, &ws.seen);
+  const std::uint64_t card = ws.cardinality;
+
+  // Random draws from the priors, avoiding points already tried while unseen ones remain.
+  auto draw_random = [&](std::vector<double>& x) -> bool {
+    for (int tries = 0; tries < 64; ++tries) {
+      x = space.sample(rng);
+      if (!ws.seen.count(hash_point(x))) return true;
+    }
+    return card == 0 || ws.seen.size() < card;
+  };
+
+  out.reserve(n);
+  if (n_fin < cfg_.n_startup_trials) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (card != 0 && ws.seen.size() >= card) break;
+      std::vector<double> x;
+      if (!draw_random(x)) break;
+      ws.seen.insert(hash_point(x));
+      out.push_back({std::move(x), {}});
+    }
+    return out;
+  }
+
+  std::fill(ws.below_ok.begin(), ws.below_ok.end(), 0);
+  std::fill(ws.above_version.begin(), ws.above_version.end(), std::size_t(-1));
+  ws.n_batch = 0;
+  ws.batch.clear();
+  ParzenOptions popt;
+  popt.prior_weight = cfg_.prior_weight;
+  popt.magic_clip = cfg_.consider_magic_clip;
+  popt.consider_endpoints = cfg_.consider_endpoints;
+  popt.multivariate = cfg_.multivariate;
+
+  // Observations of group g (rows where it is active) from trials `idx` (+ in-batch liars).
+  auto gather = [&](const detail::Group& g, const std::vector<std::size_t>& idx, bool with_batch) -> std::size_t {
+    const std::size_t dg = g.params.size();
+    const std::size_t first = g.params[0];
+    ws.obs.clear();
+    std::size_t rows = 0;
+    for (std::size_t i : idx) {
+      const std::vector<double>& x = trials[i].x;
+      if (std::isnan(x[first])) continue;
+      for (std::size_t p : g.params) ws.obs.push_back(to_model(ws.pm[p], x[p]));
+      ++rows;
+    }
+    if (with_batch) {
+      for (std::size_t b = 0; b < ws.n_batch; ++b) {
+        const double* x = ws.batch.data() + b * D;
+        if (std::isnan(x[first])) continue;
+        for (std::size_t p : g.params) ws.obs.push_back(to_model(ws.pm[p], x[p]));
+        ++rows;
+      }
+    }
+    (void)dg;
+    ws.wts.resize(rows);
+    tpe_recency_weights(rows, cfg_.n_flat_weights, ws.wts.data());
+    return rows;
+  };
+
+  const std::size_t m = cfg_.n_ei_candidates;
+  for (std::size_t j = 0; j < n; ++j) {
+    if (card != 0 && ws.seen.size() >= card) break;
+    std::vector<double> x(D, kNaN);
+    for (std::size_t gi = 0; gi < ws.groups.size(); ++gi) {
+      const detail::Group& g = ws.groups[gi];
+      if (!space.is_active(g.params[0], x)) continue;
+      const std::size_t dg = g.params.size();
+      if (!ws.below_ok[gi]) {
+        std::size_t rows = gather(g, ws.below, false);
+        ws.est_below[gi].fit(g.dims, ws.obs.data(), rows, ws.wts.data(), popt);
+        ws.below_ok[gi] = 1;
+      }
+      if (ws.above_version[gi] != ws.n_batch) {
+        std::size_t rows = gather(g, ws.above, cfg_.constant_liar);
+        ws.est_above[gi].fit(g.dims, ws.obs.data(), rows, ws.wts.data(), popt);
+        ws.above_version[gi] = ws.n_batch;
+      }
+      ws.cand.resize(m * dg);
+      ws.lb.resize(m);
+      ws.la.resize(m);
+      ws.est_below[gi].sample(rng, m, ws.cand.data());
+      ws.est_below[gi].log_pdf(ws.cand.data(), m, ws.lb.data(), cfg_.n_threads);
+      ws.est_above[gi].log_pdf(ws.cand.data(), m, ws.la.data(), cfg_.n_threads);
+      std::size_t best = 0;
+      double best_score = -kInf;
+      for (std::size_t c = 0; c < m; ++c) {
+        double sc = ws.lb[c] - ws.la[c];
+        if (std::isnan(sc)) sc = ws.la[c] == -kInf ? kInf : -kInf;
+        if (sc > best_score) {
+          best_score = sc;
+          best = c;
+        }
+      }
+      for (std::size_t q = 0; q < dg; ++q) {
+        std::size_t p = g.params[q];
+        x[p] = from_model(space, ws.pm[p], p, ws.cand[best * dg + q]);
+      }
+    }
+    space.apply_conditions(x);
+    std::uint64_t h = hash_point(x);
+    if (ws.seen.count(h)) {
+      // The model proposed a point already tried (small discrete spaces): take an unseen random one.
+      if (!draw_random(x)) break;
+      h = hash_point(x);
+    }
+    ws.seen.insert(h);
+    if (cfg_.constant_liar) {
+      ws.batch.insert(ws.batch.end(), x.begin(), x.end());
+      ++ws.n_batch;
+    }
+    out.push_back({std::move(x), {}});
+  }
+  return out;
+}
+
+}  // namespace kubetune::search

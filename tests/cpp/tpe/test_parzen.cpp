@@ -1,0 +1,276 @@
+// Parzen estimator: normalisation (continuous, log, discrete, categorical, mixed), bandwidths, sampling, maths.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kubetune/core/error.hpp"
+#include "kubetune/core/rng.hpp"
+#include "kubetune/search/parzen.hpp"
+
+using kubetune::Rng;
+using namespace kubetune::search;
+
+namespace {
+std::vector<double> uniform_obs(Rng& rng, std::size_t n, double lo, double hi) {
+  std::vector<double> v(n);
+  for (auto& x : v) x = rng.uniform(lo, hi);
+  return v;
+}
+
+// Composite Simpson rule of exp(log_pdf) over [a, b] for a 1-d estimator.
+double integrate(const ParzenEstimator& e, double a, double b, int n = 20000) {
+  double h = (b - a) / n, s = 0.0;
+  for (int i = 0; i <= n; ++i) {
+    double x = a + h * i;
+    double w = (i == 0 || i == n) ? 1.0 : (i % 2 ? 4.0 : 2.0);
+    s += w * std::exp(e.log_pdf(&x));
+  }
+  return s * h / 3.0;
+}
+}  // namespace
+
+TEST(Parzen, ContinuousIntegratesToOne) {
+  Rng rng(1);
+  for (bool mv : {false, true}) {
+    for (bool clip : {true, false}) {
+      for (std::size_t n : {0, 1, 3, 40, 300}) {
+        if (!clip && n == 300) continue;  // unclipped widths get tiny: needs a very fine grid
+        std::vector<double> obs = uniform_obs(rng, n, -2.0, 5.0);
+        std::vector<double> w = uniform_obs(rng, n, 0.1, 2.0);
+        ParzenOptions o;
+        o.multivariate = mv;
+        o.magic_clip = clip;
+        ParzenEstimator e;
+        e.fit({ParzenDim::continuous(-2.0, 5.0)}, obs.data(), n, w.data(), o);
+        // Without the magic clip, widths may be tiny: integrate finely enough.
+        double integral = integrate(e, -2.0, 5.0, clip ? 4000 : 100000);
+        EXPECT_NEAR(integral, 1.0, clip ? 1e-5 : 1e-3) << "n=" << n << " mv=" << mv << " clip=" << clip;
+      }
+    }
+  }
+}
+
+TEST(Parzen, LogScaleIntegratesToOneInOriginalUnits) {
+  // A log-uniform parameter on [1e-4, 10] is modelled in log space; the density in original units is
+  // p(v) = p_t(log v) / v and must integrate to 1 over [1e-4, 10] (substitution v = e^t, checked numerically).
+  Rng rng(2);
+  const double lo = std::log(1e-4), hi = std::log(10.0);
+  std::vector<double> obs = uniform_obs(rng, 25, lo, hi);
+  ParzenEstimator e;
+  e.fit({ParzenDim::continuous(lo, hi)}, obs.data(), obs.size(), nullptr, {});
+  // Integrate in v on a geometric grid with the trapezoid rule.
+  const int n = 200000;
+  double s = 0.0, prev_v = 1e-4, prev_f = 0.0;
+  for (int i = 0; i <= n; ++i) {
+    double t = lo + (hi - lo) * i / n;
+    double v = std::exp(t);
+    double f = std::exp(e.log_pdf(&t)) / v;
+    if (i > 0) s += 0.5 * (f + prev_f) * (v - prev_v);
+    prev_v = v;
+    prev_f = f;
+  }
+  EXPECT_NEAR(s, 1.0, 1e-6);
+}
+
+TEST(Parzen, DiscreteMassesSumToOneAndMatchBruteForce) {
+  Rng rng(3);
+  for (double step : {1.0, 0.25, 5.0}) {
+    const double lo = -3.0, hi = lo + 40 * step;
+    std::vector<double> obs(60);
+    for (auto& v : obs) v = lo + step * static_cast<double>(rng.below(41));
+    for (bool mv : {false, true}) {
+      ParzenOptions o;
+      o.multivariate = mv;
+      ParzenEstimator e;
+      e.fit({ParzenDim::discrete(lo, hi, step)}, obs.data(), obs.size(), nullptr, o);
+      double total = 0.0;
+      for (int k = 0; k <= 40; ++k) {
+        double v = lo + step * k;
+        double lp = e.log_pdf(&v);
+        total += std::exp(lp);
+        // Independent reference: every kernel's bin mass from the normal CDF, no shortcuts.
+        double ref = 0.0;
+        for (std::size_t j = 0; j < e.n_kernels(); ++j) {
+          double mu = e.mus(0)[j], sg = e.sigmas(0)[j];
+          double z = normal_cdf((hi + step / 2 - mu) / sg) - normal_cdf((lo - step / 2 - mu) / sg);
+          double m = normal_cdf((v + step / 2 - mu) / sg) - normal_cdf((v - step / 2 - mu) / sg);
+          ref += e.weights()[j] * m / z;
+        }
+        EXPECT_NEAR(std::exp(lp), ref, 1e-12 + 1e-9 * ref) << "step=" << step << " v=" << v;
+      }
+      EXPECT_NEAR(total, 1.0, 1e-12) << "step=" << step;
+    }
+  }
+}
+
+TEST(Parzen, CategoricalMassesSumToOneWithSmoothing) {
+  std::vector<double> obs = {0, 0, 2, 0, 3};
+  ParzenOptions o;
+  o.prior_weight = 1.0;
+  ParzenEstimator e;
+  e.fit({ParzenDim::categorical(4)}, obs.data(), obs.size(), nullptr, o);
+  double total = 0.0;
+  std::vector<double> p(4);
+  for (int c = 0; c < 4; ++c) {
+    double v = c;
+    p[c] = std::exp(e.log_pdf(&v));
+    total += p[c];
+  }
+  EXPECT_NEAR(total, 1.0, 1e-12);
+  // Hand computation: 6 kernels, weight 1/6 each; a = 1/6 smoothing; observed row (a+1)/(4a+1), other a/(4a+1).
+  double a = 1.0 / 6.0, hit = (a + 1) / (4 * a + 1), miss = a / (4 * a + 1);
+  double p0 = (3 * hit + 2 * miss + 0.25) / 6.0;
+  double p1 = (5 * miss + 0.25) / 6.0;
+  EXPECT_NEAR(p[0], p0, 1e-14);
+  EXPECT_NEAR(p[1], p1, 1e-14);
+  EXPECT_GT(p[1], 0.0);  // smoothing: unseen choices keep mass
+}
+
+TEST(Parzen, MixedJointDensityIntegratesToOne) {
+  Rng rng(4);
+  const std::size_t n = 30;
+  std::vector<double> obs;
+  for (std::size_t i = 0; i < n; ++i) {
+    obs.push_back(rng.uniform(0.0, 1.0));
+    obs.push_back(static_cast<double>(rng.below(3)));
+    obs.push_back(static_cast<double>(rng.below(5)) * 2.0);
+  }
+  std::vector<ParzenDim> dims = {ParzenDim::continuous(0.0, 1.0), ParzenDim::categorical(3),
+                                 ParzenDim::discrete(0.0, 8.0, 2.0)};
+  for (bool mv : {true, false}) {
+    ParzenOptions o;
+    o.multivariate = mv;
+    ParzenEstimator e;
+    e.fit(dims, obs.data(), n, nullptr, o);
+    double total = 0.0;
+    const int m = 4000;
+    for (int c = 0; c < 3; ++c)
+      for (int k = 0; k < 5; ++k) {
+        double s = 0.0;
+        for (int i = 0; i <= m; ++i) {
+          double x[3] = {static_cast<double>(i) / m, static_cast<double>(c), 2.0 * k};
+          double w = (i == 0 || i == m) ? 1.0 : (i % 2 ? 4.0 : 2.0);
+          s += w * std::exp(e.log_pdf(x));
+        }
+        total += s / (3.0 * m);
+      }
+    EXPECT_NEAR(total, 1.0, 1e-6) << "multivariate=" << mv;
+  }
+}
+
+TEST(Parzen, UnivariateBandwidthsByHand) {
+  // Observations 0.2, 0.5, 0.9 on [0, 1]; prior centre 0.5. Sorted centres with bounds:
+  // 0 | 0.2 0.5 (0.5 prior) 0.9 | 1. Widths: 0.2 -> right gap 0.3 (endpoints ignored),
+  // 0.5 -> max(0.3, 0) = 0.3, 0.9 -> left gap 0.4 (endpoints ignored); magic clip floor 1/min(100, 5) = 0.2.
+  std::vector<double> obs = {0.2, 0.5, 0.9};
+  ParzenEstimator e;
+  e.fit({ParzenDim::continuous(0.0, 1.0)}, obs.data(), 3, nullptr, {});
+  ASSERT_EQ(e.n_kernels(), 4u);
+  EXPECT_NEAR(e.sigmas(0)[0], 0.3, 1e-15);
+  EXPECT_NEAR(e.sigmas(0)[1], 0.3, 1e-15);
+  EXPECT_NEAR(e.sigmas(0)[2], 0.4, 1e-15);
+  EXPECT_NEAR(e.sigmas(0)[3], 1.0, 1e-15);  // prior: the range
+  EXPECT_NEAR(e.mus(0)[3], 0.5, 1e-15);
+  for (double w : e.weights()) EXPECT_NEAR(w, 0.25, 1e-15);
+  // With endpoints considered, the outer kernels see the bounds: 0.2 -> max(0.2, 0.3), 0.9 -> max(0.4, 0.1).
+  ParzenOptions o;
+  o.consider_endpoints = true;
+  e.fit({ParzenDim::continuous(0.0, 1.0)}, obs.data(), 3, nullptr, o);
+  EXPECT_NEAR(e.sigmas(0)[0], 0.3, 1e-15);
+  EXPECT_NEAR(e.sigmas(0)[2], 0.4, 1e-15);
+  // Multivariate rule: 0.2 * 3^(-1/5) * 1 for every observation.
+  o.multivariate = true;
+  o.magic_clip = false;
+  e.fit({ParzenDim::continuous(0.0, 1.0)}, obs.data(), 3, nullptr, o);
+  EXPECT_NEAR(e.sigmas(0)[1], 0.2 * std::pow(3.0, -0.2), 1e-15);
+}
+
+TEST(Parzen, SamplesFollowTheDensity) {
+  Rng rng(5);
+  std::vector<double> obs = {1, 1, 2, 7, 9, 9, 9};
+  ParzenEstimator e;
+  e.fit({ParzenDim::discrete(0.0, 10.0, 1.0)}, obs.data(), obs.size(), nullptr, {});
+  const std::size_t m = 200000;
+  std::vector<double> xs(m);
+  e.sample(rng, m, xs.data());
+  std::vector<double> cnt(11, 0.0);
+  for (double x : xs) {
+    ASSERT_EQ(x, std::round(x));
+    ASSERT_GE(x, 0.0);
+    ASSERT_LE(x, 10.0);
+    cnt[static_cast<std::size_t>(x)] += 1.0;
+  }
+  for (int k = 0; k <= 10; ++k) {
+    double v = k;
+    double p = std::exp(e.log_pdf(&v));
+    double sd = std::sqrt(p * (1 - p) / m);
+    EXPECT_NEAR(cnt[k] / m, p, 5 * sd + 1e-4) << "value " << k;
+  }
+  // Categorical sampling frequencies.
+  std::vector<double> cobs = {0, 0, 2};
+  e.fit({ParzenDim::categorical(3)}, cobs.data(), 3, nullptr, {});
+  e.sample(rng, m, xs.data());
+  std::vector<double> cc(3, 0.0);
+  for (double x : xs) cc[static_cast<std::size_t>(x)] += 1.0;
+  for (int c = 0; c < 3; ++c) {
+    double v = c;
+    double p = std::exp(e.log_pdf(&v));
+    EXPECT_NEAR(cc[c] / m, p, 5 * std::sqrt(p * (1 - p) / m));
+  }
+}
+
+TEST(Parzen, TruncatedNormalSamplingMean) {
+  Rng rng(6);
+  auto phi = [](double z) { return std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI); };
+  struct Case {
+    double mu, sg, lo, hi;
+  };
+  for (Case c : {Case{0, 1, 1, 3}, Case{0, 1, 5, 6}, Case{2, 0.5, -1, 1.5}, Case{0, 2, -1, 1}}) {
+    const int m = 100000;
+    double s = 0.0;
+    for (int i = 0; i < m; ++i) {
+      double v = sample_truncated_normal(rng, c.mu, c.sg, c.lo, c.hi);
+      ASSERT_GE(v, c.lo);
+      ASSERT_LE(v, c.hi);
+      s += v;
+    }
+    double a = (c.lo - c.mu) / c.sg, b = (c.hi - c.mu) / c.sg;
+    double z = std::exp(log_normal_cdf_diff(a, b));
+    double mean = c.mu + c.sg * (phi(a) - phi(b)) / z;  // closed form of the truncated normal's mean
+    EXPECT_NEAR(s / m, mean, 0.01 * c.sg) << c.lo << " " << c.hi;
+  }
+}
+
+TEST(Parzen, NormalMathsAccurate) {
+  for (double p : {1e-300, 1e-20, 1e-5, 0.01, 0.3, 0.5, 0.77, 0.999, 1 - 1e-12}) {
+    double x = normal_quantile(p);
+    double back = x <= 0 ? normal_cdf(x) : 1.0 - normal_cdf(-x);
+    EXPECT_NEAR(back / p, 1.0, 1e-12) << p;
+  }
+  EXPECT_NEAR(normal_quantile(0.975), 1.959963984540054, 1e-13);
+  // log Phi continuous across the switch to the asymptotic series, and right at known points.
+  EXPECT_NEAR(log_normal_cdf(-30.0 + 1e-9), log_normal_cdf(-30.0 - 1e-9), 1e-6);
+  EXPECT_NEAR(log_normal_cdf(0.0), std::log(0.5), 1e-15);
+  EXPECT_NEAR(log_normal_cdf(-40.0), -804.6084420137538, 1e-9);  // checked by quadrature of the tail
+  EXPECT_NEAR(log_normal_cdf_diff(-1.0, 1.0), std::log(0.6826894921370859), 1e-14);
+  EXPECT_NEAR(log_normal_cdf_diff(8.0, 9.0), log_normal_cdf_diff(-9.0, -8.0), 1e-12);
+  EXPECT_EQ(log_normal_cdf_diff(1.0, 1.0), -INFINITY);
+}
+
+TEST(Parzen, BadInputNamesTheField) {
+  ParzenEstimator e;
+  double o = 0.5;
+  ParzenOptions bad;
+  bad.prior_weight = 0.0;
+  EXPECT_THROW(e.fit({ParzenDim::continuous(0, 1)}, &o, 1, nullptr, bad), kubetune::InvalidArgument);
+  EXPECT_THROW(e.fit({ParzenDim::continuous(1, 1)}, &o, 1, nullptr, {}), kubetune::InvalidArgument);
+  EXPECT_THROW(e.fit({ParzenDim::discrete(0, 1, 0)}, &o, 1, nullptr, {}), kubetune::InvalidArgument);
+  double c = 3;
+  EXPECT_THROW(e.fit({ParzenDim::categorical(3)}, &c, 1, nullptr, {}), kubetune::InvalidArgument);
+  try {
+    e.fit({ParzenDim::continuous(0, 1)}, &o, 1, nullptr, bad);
+  } catch (const kubetune::InvalidArgument& ex) {
+    EXPECT_NE(std::string(ex.what()).find("prior_weight"), std::string::npos);
+  }
+}
