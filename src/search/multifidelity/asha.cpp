@@ -1,0 +1,240 @@
+// ASHA: asynchronous successive halving as a pruner (rung decisions on reports) and as a searcher.
+#include "kubetune/search/multifidelity/asha.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "kubetune/core/error.hpp"
+#include "schedule.hpp"
+#include "settings.hpp"
+
+namespace kubetune::search {
+namespace {
+namespace md = mf_detail;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Value at the first reported step >= budget, if any.
+bool rung_value(const Trial& t, double budget, double* v) {
+  for (const auto& [s, val] : t.intermediate)
+    if (static_cast<double>(s) >= budget) {
+      *v = val;
+      return true;
+    }
+  return false;
+}
+
+ASHARungs parse_rungs(const nlohmann::json& j, ASHARungs r) {
+  if (auto* v = md::find(j, {"min_resource", "r_min"})) r.min_resource = md::number(*v, "min_resource");
+  if (auto* v = md::find(j, {"max_resource", "r_l", "R"})) r.max_resource = md::number(*v, "max_resource");
+  if (auto* v = md::find(j, {"eta", "reduction_factor"})) r.eta = static_cast<int>(md::integer(*v, "eta"));
+  if (auto* v = md::find(j, {"min_early_stopping_rate", "s"}))
+    r.min_early_stopping_rate = static_cast<int>(md::integer(*v, "min_early_stopping_rate"));
+  return r;
+}
+
+nlohmann::json rungs_json(const ASHARungs& r) {
+  return {{"min_resource", r.min_resource},
+          {"max_resource", r.max_resource},
+          {"eta", r.eta},
+          {"min_early_stopping_rate", r.min_early_stopping_rate}};
+}
+}  // namespace
+
+void ASHARungs::validate(const std::string& who) const {
+  KT_CHECK(std::isfinite(min_resource) && min_resource > 0, InvalidArgument, who, ": setting 'min_resource' = ",
+           min_resource, " must be > 0");
+  KT_CHECK(std::isfinite(max_resource) && max_resource >= 0, InvalidArgument, who, ": setting 'max_resource' = ",
+           max_resource, " must be >= 0 (0 = unbounded)");
+  KT_CHECK(max_resource == 0 || max_resource >= min_resource, InvalidArgument, who, ": setting 'max_resource' = ",
+           max_resource, " must be >= min_resource = ", min_resource);
+  KT_CHECK(eta >= 2 && eta <= 1000, InvalidArgument, who, ": setting 'eta' = ", eta, " must be in [2, 1000]");
+  KT_CHECK(min_early_stopping_rate >= 0 && min_early_stopping_rate <= 60, InvalidArgument, who,
+           ": setting 'min_early_stopping_rate' = ", min_early_stopping_rate, " must be in [0, 60]");
+}
+
+std::vector<double> ASHARungs::budgets() const {
+  std::vector<double> out;
+  double r = min_resource * std::pow(static_cast<double>(eta), min_early_stopping_rate);
+  while (out.size() < 64 && (max_resource == 0 || r < max_resource * (1 - 1e-12))) {
+    out.push_back(r);
+    r *= eta;
+  }
+  return out;
+}
+
+// --------------------------------------------------------------------------------------------- pruner
+
+ASHAPruner::ASHAPruner(ASHARungs r) : r_(r) { r_.validate("asha"); }
+
+std::unique_ptr<Pruner> ASHAPruner::from_json(const nlohmann::json& j) {
+  md::check_keys(j, "asha pruner",
+                 {"min_resource", "r_min", "max_resource", "r_l", "R", "eta", "reduction_factor",
+                  "min_early_stopping_rate", "s"});
+  return std::make_unique<ASHAPruner>(parse_rungs(j, ASHARungs{}));
+}
+
+nlohmann::json ASHAPruner::config() const {
+  nlohmann::json j = rungs_json(r_);
+  j["type"] = type();
+  return j;
+}
+
+bool ASHAPruner::should_prune(const SearchContext& ctx, const Trial& trial) {
+  const auto& iv = trial.intermediate;
+  if (iv.empty()) return false;
+  const double last = static_cast<double>(iv.back().first);
+  const double prev = iv.size() >= 2 ? static_cast<double>(iv[iv.size() - 2].first)
+                                     : -std::numeric_limits<double>::infinity();
+  // The highest rung crossed by the latest report (each rung is decided once, when it is crossed).
+  double budget = kNaN;
+  for (double b : r_.budgets())
+    if (prev < b && b <= last) budget = b;
+  if (std::isnan(budget)) return false;
+  const double own = ctx.signed_value(iv.back().second);
+  if (std::isnan(own)) return true;
+  std::vector<double> vals{own};
+  for (const Trial& t : ctx.trials) {
+    if (t.id == trial.id || t.state == TrialState::Failed) continue;
+    double v;
+    if (!rung_value(t, budget, &v)) continue;
+    v = ctx.signed_value(v);
+    if (!std::isnan(v)) vals.push_back(v);
+  }
+  std::sort(vals.begin(), vals.end());
+  std::size_t k = vals.size() / static_cast<std::size_t>(r_.eta);
+  std::size_t idx = k == 0 ? 0 : k - 1;  // fewer than eta values: continue only as the best so far
+  return !(own <= vals[idx]);
+}
+
+// ------------------------------------------------------------------------------------------- searcher
+
+ASHA::ASHA(Config c) : cfg_(std::move(c)), pruner_(cfg_.rungs) {
+  KT_CHECK(cfg_.rungs.max_resource > 0, InvalidArgument, "asha: setting 'max_resource' must be > 0 for the searcher");
+  KT_CHECK(!cfg_.promote || !cfg_.resource_name.empty(), InvalidArgument,
+           "asha: mode 'promote' needs setting 'resource_name' (the parameter that receives the budget)");
+  KT_CHECK(cfg_.max_configs >= 0, InvalidArgument, "asha: setting 'max_configs' = ", cfg_.max_configs,
+           " must be >= 0");
+}
+
+std::unique_ptr<Searcher> ASHA::from_json(const nlohmann::json& j) {
+  md::check_keys(j, "asha",
+                 {"min_resource", "r_min", "max_resource", "r_l", "R", "eta", "reduction_factor",
+                  "min_early_stopping_rate", "s", "resource_name", "mode", "max_configs"});
+  Config c;
+  c.rungs = parse_rungs(j, c.rungs);
+  if (auto* v = md::find(j, {"resource_name"})) c.resource_name = md::string(*v, "resource_name");
+  if (auto* v = md::find(j, {"mode"})) {
+    std::string m = md::string(*v, "mode");
+    KT_CHECK(m == "prune" || m == "promote", InvalidArgument, "asha: setting 'mode' = '", m,
+             "' must be 'prune' or 'promote'");
+    c.promote = m == "promote";
+  }
+  if (auto* v = md::find(j, {"max_configs"})) c.max_configs = md::integer(*v, "max_configs");
+  return std::make_unique<ASHA>(c);
+}
+
+nlohmann::json ASHA::config() const {
+  nlohmann::json j = rungs_json(cfg_.rungs);
+  j["type"] = type();
+  j["resource_name"] = cfg_.resource_name;
+  j["mode"] = cfg_.promote ? "promote" : "prune";
+  j["max_configs"] = cfg_.max_configs;
+  return j;
+}
+
+void ASHA::check_space(const SearchSpace& space) const {
+  if (cfg_.resource_name.empty()) return;
+  md::check_resource_param(space, cfg_.resource_name, "asha");
+  const std::size_t idx = space.index_of(cfg_.resource_name);
+  md::resource_value(space, idx, cfg_.rungs.max_resource, "asha");
+  if (cfg_.promote)
+    for (double b : cfg_.rungs.budgets()) md::resource_value(space, idx, b, "asha");
+}
+
+bool ASHA::should_prune(const SearchContext& ctx, const Trial& trial) {
+  if (cfg_.promote) return false;  // promotions happen in ask
+  return pruner_.should_prune(ctx, trial);
+}
+
+std::vector<Suggestion> ASHA::ask(const SearchContext& ctx, std::size_t n) {
+  std::vector<Suggestion> out;
+  const bool has_res = !cfg_.resource_name.empty();
+  const std::size_t ridx = has_res ? ctx.space.index_of(cfg_.resource_name) : 0;
+  md::PointSet seen(ctx.space, ctx.trials);
+  auto fresh = [&](double res) {
+    std::vector<double> x;
+    for (int tries = 0;; ++tries) {
+      x = ctx.space.sample(ctx.rng);
+      if (has_res) x[ridx] = md::resource_value(ctx.space, ridx, res, "asha");
+      if (!seen.finite() || !seen.contains(x) || tries >= 100) break;
+    }
+    seen.insert(x);
+    return x;
+  };
+  if (!cfg_.promote) {
+    for (std::size_t i = 0; i < n; ++i) out.push_back({fresh(cfg_.rungs.max_resource), {}});
+    return out;
+  }
+  // Promote mode: rungs 0..K with budgets min * eta^(s+k) <= max (Li et al. 2020, Algorithm 2).
+  std::vector<double> budgets = cfg_.rungs.budgets();
+  const double top = budgets.empty() ? cfg_.rungs.max_resource : budgets.back() * cfg_.rungs.eta;
+  if (top <= cfg_.rungs.max_resource * (1 + 1e-12)) budgets.push_back(top);
+  if (budgets.empty()) budgets.push_back(cfg_.rungs.max_resource);
+  const std::size_t K = budgets.size();
+  struct M {
+    std::int64_t cfg;
+    const Trial* t;
+  };
+  std::vector<std::vector<M>> rungs(K);
+  std::int64_t next_cfg = 0;
+  for (const Trial& t : ctx.trials) {
+    auto r = md::attr(t, "asha_rung");
+    auto c = md::attr(t, "asha_config");
+    if (!r || !c) continue;
+    const auto k = static_cast<std::size_t>(*r);
+    KT_CHECK(*r >= 0 && k < K, StateError, "trial ", t.id, " has asha_rung=", *r, " beyond this ASHA's ", K,
+             " rungs (changed settings?)");
+    rungs[k].push_back({static_cast<std::int64_t>(*c), &t});
+    next_cfg = std::max(next_cfg, static_cast<std::int64_t>(*c) + 1);
+  }
+  while (out.size() < n) {
+    bool promoted = false;
+    for (std::size_t k = K - 1; k-- > 0 && !promoted;) {
+      std::vector<std::pair<double, const M*>> done;
+      for (const auto& m : rungs[k])
+        if (m.t && m.t->state == TrialState::Complete && !std::isnan(ctx.loss(*m.t))) done.push_back({ctx.loss(*m.t), &m});
+      std::sort(done.begin(), done.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second->cfg < b.second->cfg;
+      });
+      const std::size_t keep = done.size() / static_cast<std::size_t>(cfg_.rungs.eta);
+      for (std::size_t j = 0; j < keep; ++j) {
+        const M* m = done[j].second;
+        bool there = std::any_of(rungs[k + 1].begin(), rungs[k + 1].end(), [&](const M& u) { return u.cfg == m->cfg; });
+        if (there) continue;
+        Suggestion s;
+        s.x = m->t->x;
+        s.x[ridx] = md::resource_value(ctx.space, ridx, budgets[k + 1], "asha");
+        s.attrs = {{"asha_rung", static_cast<double>(k + 1)}, {"asha_config", static_cast<double>(m->cfg)},
+                   {"asha_resource", s.x[ridx]}};
+        rungs[k + 1].push_back({m->cfg, nullptr});
+        seen.insert(s.x);
+        out.push_back(std::move(s));
+        promoted = true;
+        break;
+      }
+    }
+    if (promoted) continue;
+    if (cfg_.max_configs > 0 && next_cfg >= cfg_.max_configs) break;
+    Suggestion s;
+    s.x = fresh(budgets[0]);
+    s.attrs = {{"asha_rung", 0.0}, {"asha_config", static_cast<double>(next_cfg)}, {"asha_resource", s.x[ridx]}};
+    rungs[0].push_back({next_cfg++, nullptr});
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace kubetune::search
