@@ -1,0 +1,106 @@
+// Gaussian-process regression: standardised outputs, constant mean, noise, jittered Cholesky with rank-1
+// updates, batched posterior and type-II maximum-likelihood hyperparameters (multi-start L-BFGS-B).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+
+#include "kubetune/core/rng.hpp"
+#include "kubetune/search/gp/kernel.hpp"
+
+namespace kubetune::search::gp {
+
+/// Hyperparameter priors added to the log marginal likelihood (MAP estimate).
+/// Optuna: the default prior of optuna._gp.prior (v4.x): on inverse squared length scales lambda,
+/// -(0.1 / lambda + 0.1 lambda); kernel scale ~ Gamma(2, 1); noise variance ~ Gamma(1.1, 30).
+enum class HyperPrior { None, Optuna };
+
+std::string to_string(HyperPrior p);
+HyperPrior hyper_prior_from_string(const std::string& s);
+
+/// Options of the hyperparameter fit. Bounds are on the standardised-output scale with inputs in [0, 1].
+struct FitOptions {
+  HyperPrior prior = HyperPrior::Optuna;
+  int n_restarts = 2;          ///< random restarts besides the default and warm starts
+  int max_iterations = 60;     ///< L-BFGS-B iterations per start
+  double min_lengthscale = 1e-2, max_lengthscale = 50.0;
+  double min_signal = 1e-2, max_signal = 50.0;
+  double min_noise = 1e-6, max_noise = 1.0;  ///< a fixed noise: set min == max
+  double mean_bound = 3.0;     ///< constant mean in [-bound, bound] (standardised units)
+  bool use_warm_start = true;  ///< start one run from the current hyperparameters
+};
+
+/// GP regression model y = m + f(x) + eps, f ~ GP(0, k), eps ~ N(0, noise) (Rasmussen & Williams 2006,
+/// Algorithm 2.1). Outputs are standardised (y - mean_y) / std_y when data are set; the posterior is
+/// reported on the original scale. Inputs are the columns of a D x n matrix.
+///
+/// `set_data` + `refit` = full recompute (standardisation, Cholesky, weights). `add_observation` is the
+/// rank-1 (bordered) Cholesky update in O(n^2): it keeps the standardisation and hyperparameters, as used by
+/// fantasised observations for batch proposals (limbo's GP does the same split between the two calls).
+class GaussianProcess {
+ public:
+  GaussianProcess() = default;
+  GaussianProcess(KernelType type, Eigen::Index dim);
+
+  Eigen::Index dim() const noexcept { return kernel_.dim(); }
+  Eigen::Index size() const noexcept { return X_.cols(); }
+  const Kernel& kernel() const noexcept { return kernel_; }
+  Kernel& kernel() noexcept { return kernel_; }
+  double noise() const noexcept { return noise_; }             ///< standardised units
+  double mean() const noexcept { return mean_; }               ///< constant mean, standardised units
+  double y_mean() const noexcept { return y_shift_; }
+  double y_std() const noexcept { return y_scale_; }
+  double jitter() const noexcept { return jitter_; }           ///< jitter added to the diagonal in the last factorisation
+  const Eigen::MatrixXd& X() const noexcept { return X_; }
+  const Eigen::VectorXd& y_standardised() const noexcept { return y_; }
+
+  /// Full parameter vector theta = [log l_1..log l_D, log s2, log noise, mean].
+  Eigen::VectorXd params() const;
+  void set_params(const Eigen::VectorXd& theta);
+  Eigen::Index n_params() const noexcept { return kernel_.n_params() + 2; }
+  void set_noise(double noise) noexcept { noise_ = noise; }
+  void set_mean(double m) noexcept { mean_ = m; }
+
+  /// Store data (standardising y) and refit the Cholesky factor. X: D x n, y: n.
+  void set_data(const Eigen::MatrixXd& X, const Eigen::VectorXd& y);
+  /// Full recompute of the factorisation with the current hyperparameters (jitter escalation on failure).
+  void refit();
+  /// Rank-1 update: append one observation (original scale) in O(n^2). Standardisation and
+  /// hyperparameters are kept; call set_data/refit for a full recompute.
+  void add_observation(const Eigen::VectorXd& x, double y);
+
+  /// Posterior mean and variance (of f, original scale) at the columns of Xs (D x m), O(n^2) per column.
+  /// threads <= 0: all hardware threads.
+  void predict(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var, int threads = 1) const;
+  /// Posterior at one point, with gradients of mean and variance w.r.t. x (each length D) if non-null.
+  void predict_one(const double* x, double& mean, double& var, double* dmean = nullptr,
+                   double* dvar = nullptr) const;
+
+  /// Log marginal likelihood of the standardised data at the current hyperparameters (plus the log prior
+  /// when prior != None) and, if grad != nullptr, its gradient w.r.t. params().
+  double log_marginal_likelihood(Eigen::VectorXd* grad = nullptr, HyperPrior prior = HyperPrior::None) const;
+
+  /// Maximise the (penalised) log marginal likelihood by multi-start L-BFGS-B: the current parameters
+  /// (warm start), a default start, and opt.n_restarts random starts drawn from rng. Leaves the best
+  /// parameters set and the model refitted. Returns the best objective.
+  double fit_hyperparameters(const FitOptions& opt, Rng& rng);
+
+ private:
+  void factorize();
+
+  Kernel kernel_;
+  double noise_ = 1e-4;
+  double mean_ = 0.0;
+  double y_shift_ = 0.0, y_scale_ = 1.0;
+  double jitter_ = 0.0;
+  Eigen::MatrixXd X_;
+  Eigen::VectorXd y_;      // standardised targets
+  Eigen::MatrixXd L_;      // lower Cholesky factor of K + (noise + jitter) I
+  Eigen::VectorXd alpha_;  // K^-1 (y - mean)
+};
+
+}  // namespace kubetune::search::gp

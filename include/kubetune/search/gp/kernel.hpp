@@ -1,0 +1,62 @@
+// Stationary ARD covariance kernels (Matérn-5/2, RBF) with analytic gradients for GP regression.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+namespace kubetune::search::gp {
+
+enum class KernelType { Matern52, RBF };
+
+std::string to_string(KernelType k);
+/// "matern52" | "matern" | "rbf" | "se" (case-insensitive); InvalidArgument otherwise.
+KernelType kernel_from_string(const std::string& s);
+
+/// k(x, y) = s2 * f(r), r^2 = sum_d ((x_d - y_d) / l_d)^2 (automatic relevance determination, one length
+/// scale per input dimension). Matérn-5/2: f(r) = (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r); RBF: exp(-r^2 / 2)
+/// (Rasmussen & Williams, "Gaussian Processes for Machine Learning", 2006, eqs. 4.9 and 4.17).
+/// Hyperparameters are handled in log space: theta = [log l_1 .. log l_D, log s2].
+/// Points are the COLUMNS of the matrices passed in (D x n), the cache-friendly layout for Eigen.
+class Kernel {
+ public:
+  Kernel() = default;
+  Kernel(KernelType type, Eigen::VectorXd lengthscales, double signal_variance);
+
+  KernelType type() const noexcept { return type_; }
+  Eigen::Index dim() const noexcept { return ls_.size(); }
+  const Eigen::VectorXd& lengthscales() const noexcept { return ls_; }
+  double signal_variance() const noexcept { return s2_; }
+  /// Number of kernel hyperparameters (D + 1).
+  Eigen::Index n_params() const noexcept { return ls_.size() + 1; }
+  /// [log l_1 .. log l_D, log s2].
+  Eigen::VectorXd log_params() const;
+  void set_log_params(const Eigen::VectorXd& theta);
+
+  /// k(x, y) for two points of length D.
+  double operator()(const double* x, const double* y) const noexcept;
+  /// Gram matrix K(X, X) (n x n) for X of size D x n.
+  Eigen::MatrixXd gram(const Eigen::MatrixXd& X) const;
+  /// Cross covariance K(A, B) (nA x nB).
+  Eigen::MatrixXd cross(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) const;
+  /// dK/dtheta_j for every hyperparameter (D + 1 matrices of n x n); for tests and small n.
+  std::vector<Eigen::MatrixXd> gram_gradients(const Eigen::MatrixXd& X) const;
+  /// sum_ij W_ij dK_ij/dtheta_j for every j, without forming the derivative matrices (O(n^2 D)).
+  /// W must be symmetric n x n. This is what the marginal-likelihood gradient needs.
+  Eigen::VectorXd contract_gradients(const Eigen::MatrixXd& X, const Eigen::MatrixXd& W) const;
+  /// Gradient of k(x, y) with respect to x (length D) written to g.
+  void grad_x(const double* x, const double* y, double* g) const noexcept;
+
+ private:
+  // f(r^2) and df/d(r^2) of the unit-variance kernel.
+  double f_of_r2(double r2) const noexcept;
+  double df_dr2(double r2) const noexcept;
+
+  KernelType type_ = KernelType::Matern52;
+  Eigen::VectorXd ls_;
+  Eigen::VectorXd inv_ls2_;  // 1 / l_d^2
+  double s2_ = 1.0;
+};
+
+}  // namespace kubetune::search::gp

@@ -1,0 +1,603 @@
+// GP Bayesian-optimisation searcher: encoding, hyperparameter fit, acquisition maximisation, fantasies.
+#include "kubetune/search/gp/bayesopt.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <set>
+#include <stdexcept>
+
+#include <LBFGSB.h>
+
+#include "kubetune/core/error.hpp"
+#include "kubetune/core/parallel.hpp"
+
+namespace kubetune::search::gp {
+namespace {
+
+constexpr double kInactive = -1.0;  // feature value of an inactive (conditional) numeric parameter
+constexpr int kHedgeSize = 3;       // gp_hedge portfolio: EI, PI, LCB (as scikit-optimize)
+const AcqType kHedge[kHedgeSize] = {AcqType::LogEI, AcqType::PI, AcqType::UCB};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// ---- JSON helpers accepting Katib's strings ("10") as well as numbers.
+std::string get_string(const nlohmann::json& v, const std::string& key) {
+  if (v.is_string()) return v.get<std::string>();
+  KT_THROW(InvalidArgument, "gp setting '", key, "' = ", v.dump(), " must be a string");
+}
+double get_double(const nlohmann::json& v, const std::string& key) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    try {
+      std::size_t pos = 0;
+      double d = std::stod(s, &pos);
+      if (pos == s.size()) return d;
+    } catch (const std::exception&) {
+    }
+  }
+  KT_THROW(InvalidArgument, "gp setting '", key, "' = ", v.dump(), " must be a number");
+}
+long long get_int(const nlohmann::json& v, const std::string& key) {
+  double d = get_double(v, key);
+  KT_CHECK(std::floor(d) == d && std::abs(d) < 9e15, InvalidArgument, "gp setting '", key, "' = ", v.dump(),
+           " must be an integer");
+  return static_cast<long long>(d);
+}
+bool get_bool(const nlohmann::json& v, const std::string& key) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer()) return v.get<long long>() != 0;
+  if (v.is_string()) {
+    std::string s = lower(v.get<std::string>());
+    if (s == "true" || s == "1" || s == "yes") return true;
+    if (s == "false" || s == "0" || s == "no") return false;
+  }
+  KT_THROW(InvalidArgument, "gp setting '", key, "' = ", v.dump(), " must be a boolean");
+}
+
+// Exact, NaN-safe key of an internal point (for de-duplication).
+std::vector<double> key_of(const std::vector<double>& x) {
+  std::vector<double> k(x);
+  for (double& v : k)
+    if (std::isnan(v)) v = -1e308;
+  return k;
+}
+
+// Internal point <-> GP features: numeric parameters one column (to_unit: log parameters in log space,
+// integer/step cells centred), categoricals one-hot; inactive parameters a constant outside [0, 1].
+struct Encoder {
+  const SearchSpace& space;
+  std::vector<Eigen::Index> col, width;
+  Eigen::Index D = 0;
+  std::vector<std::size_t> categorical;  // parameter indices
+
+  explicit Encoder(const SearchSpace& s) : space(s) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      col.push_back(D);
+      bool cat = s.param(i).type == ParamType::Categorical;
+      Eigen::Index w = cat ? static_cast<Eigen::Index>(s.param(i).choices.size()) : 1;
+      width.push_back(w);
+      D += w;
+      if (cat) categorical.push_back(i);
+    }
+  }
+  bool is_cat(std::size_t i) const { return space.param(i).type == ParamType::Categorical; }
+  void encode(const std::vector<double>& x, double* f) const {
+    for (std::size_t i = 0; i < space.size(); ++i) {
+      if (is_cat(i)) {
+        for (Eigen::Index c = 0; c < width[i]; ++c) f[col[i] + c] = 0.0;
+        if (!std::isnan(x[i])) f[col[i] + static_cast<Eigen::Index>(x[i])] = 1.0;
+      } else {
+        f[col[i]] = std::isnan(x[i]) ? kInactive : space.to_unit(i, x[i]);
+      }
+    }
+  }
+  Eigen::VectorXd encode(const std::vector<double>& x) const {
+    Eigen::VectorXd f(D);
+    encode(x, f.data());
+    return f;
+  }
+};
+
+struct Candidate {
+  std::vector<double> full;  // every parameter set (conditions not applied)
+  std::vector<double> x;     // effective point (inactive = NaN)
+  double score = -std::numeric_limits<double>::infinity();
+};
+
+std::vector<double> effective(const SearchSpace& space, std::vector<double> full) {
+  space.apply_conditions(full);
+  return full;
+}
+
+// A full vector drawn uniformly in the unit cube (every parameter set).
+std::vector<double> uniform_full(const SearchSpace& space, Rng& rng) {
+  std::vector<double> f(space.size());
+  for (std::size_t i = 0; i < space.size(); ++i) f[i] = space.from_unit(i, rng.uniform());
+  return f;
+}
+
+double acq_value(AcqType a, const GPConfig& cfg, double mu, double var, double best, double* dmu = nullptr,
+                 double* dvar = nullptr) {
+  return acquisition(a, mu, var, best, cfg.xi, cfg.kappa, dmu, dvar);
+}
+
+// Context of one proposal: model, incumbent, points to avoid.
+struct Proposer {
+  const SearchSpace& space;
+  const Encoder& enc;
+  const GPConfig& cfg;
+  const GaussianProcess& gp;
+  const std::vector<std::vector<double>>& elite;  // best observed points (local search centres)
+  int threads;
+
+  void score(std::vector<Candidate>& cands, AcqType a, double best) const {
+    if (cands.empty()) return;
+    Eigen::MatrixXd F(enc.D, static_cast<Eigen::Index>(cands.size()));
+    for (std::size_t c = 0; c < cands.size(); ++c) enc.encode(cands[c].x, F.col(static_cast<Eigen::Index>(c)).data());
+    Eigen::VectorXd mu, var;
+    gp.predict(F, mu, var, threads);
+    for (std::size_t c = 0; c < cands.size(); ++c)
+      cands[c].score = acq_value(a, cfg, mu[static_cast<Eigen::Index>(c)], var[static_cast<Eigen::Index>(c)], best);
+  }
+
+  // Categorical choices of one candidate: exact enumeration of every combination when there are at most
+  // cfg.max_enumeration, otherwise one greedy coordinate sweep.
+  void improve_categoricals(Candidate& c, AcqType a, double best) const {
+    const auto& cats = enc.categorical;
+    if (cats.empty()) return;
+    std::uint64_t combos = 1;
+    for (std::size_t i : cats) {
+      combos *= space.param(i).choices.size();
+      if (combos > static_cast<std::uint64_t>(std::max(cfg.max_enumeration, 1))) break;
+    }
+    std::vector<Candidate> trial;
+    if (combos <= static_cast<std::uint64_t>(std::max(cfg.max_enumeration, 1))) {
+      for (std::uint64_t m = 0; m < combos; ++m) {
+        Candidate t{c.full, {}, 0.0};
+        std::uint64_t r = m;
+        for (std::size_t i : cats) {
+          std::uint64_t k = space.param(i).choices.size();
+          t.full[i] = static_cast<double>(r % k);
+          r /= k;
+        }
+        t.x = effective(space, t.full);
+        trial.push_back(std::move(t));
+      }
+      score(trial, a, best);
+      for (auto& t : trial)
+        if (t.score > c.score) c = t;
+      return;
+    }
+    for (std::size_t i : cats) {
+      trial.clear();
+      for (std::size_t k = 0; k < space.param(i).choices.size(); ++k) {
+        Candidate t{c.full, {}, 0.0};
+        t.full[i] = static_cast<double>(k);
+        t.x = effective(space, t.full);
+        trial.push_back(std::move(t));
+      }
+      score(trial, a, best);
+      for (auto& t : trial)
+        if (t.score > c.score) c = t;
+    }
+  }
+
+  // L-BFGS-B on the continuous relaxation of the active numeric parameters, then rounding (from_unit snaps
+  // integers, steps and discrete values) and exact re-scoring; keeps the better of before / after.
+  void refine(Candidate& c, AcqType a, double best) const {
+    std::vector<std::size_t> free;
+    for (std::size_t i = 0; i < space.size(); ++i)
+      if (!enc.is_cat(i) && !std::isnan(c.x[i])) free.push_back(i);
+    if (free.empty()) return;
+    Eigen::VectorXd base = enc.encode(c.x);
+    const Eigen::Index nf = static_cast<Eigen::Index>(free.size());
+    Eigen::VectorXd z(nf), lb = Eigen::VectorXd::Zero(nf), ub = Eigen::VectorXd::Ones(nf);
+    for (Eigen::Index j = 0; j < nf; ++j) z[j] = base[enc.col[free[static_cast<std::size_t>(j)]]];
+    Eigen::VectorXd f = base, dmu(enc.D), dvar(enc.D);
+    auto obj = [&](const Eigen::VectorXd& zz, Eigen::VectorXd& g) -> double {
+      for (Eigen::Index j = 0; j < nf; ++j) f[enc.col[free[static_cast<std::size_t>(j)]]] = zz[j];
+      double mu = 0, var = 0, da_dmu = 0, da_dvar = 0;
+      gp.predict_one(f.data(), mu, var, dmu.data(), dvar.data());
+      double v = acq_value(a, cfg, mu, var, best, &da_dmu, &da_dvar);
+      g.resize(nf);
+      for (Eigen::Index j = 0; j < nf; ++j) {
+        Eigen::Index cj = enc.col[free[static_cast<std::size_t>(j)]];
+        g[j] = -(da_dmu * dmu[cj] + da_dvar * dvar[cj]);
+      }
+      if (!std::isfinite(v) || !g.allFinite()) {
+        g.setZero();
+        return 1e300;
+      }
+      return -v;
+    };
+    LBFGSpp::LBFGSBParam<double> param;
+    param.m = 6;
+    param.max_iterations = 40;
+    param.epsilon = 1e-7;
+    param.epsilon_rel = 1e-7;
+    param.max_linesearch = 20;
+    LBFGSpp::LBFGSBSolver<double> solver(param);
+    double fz = 0.0;
+    try {
+      solver.minimize(obj, z, fz, lb, ub);
+    } catch (const std::exception&) {
+      // keep z as left by the solver (always within bounds)
+    }
+    Candidate r = c;
+    for (Eigen::Index j = 0; j < nf; ++j) {
+      std::size_t i = free[static_cast<std::size_t>(j)];
+      r.full[i] = space.from_unit(i, std::clamp(z[j], 0.0, 1.0));
+    }
+    r.x = effective(space, r.full);
+    std::vector<Candidate> one{r};
+    score(one, a, best);
+    if (one[0].score > c.score) c = one[0];
+  }
+
+  // Best new point for acquisition a, avoiding `seen`; nullopt when every candidate is a repeat.
+  std::optional<Candidate> propose(AcqType a, double best, const std::set<std::vector<double>>& seen,
+                                   Rng& rng) const {
+    const int n_cand = std::max(cfg.n_candidates, 16);
+    const int n_local = elite.empty() ? 0 : n_cand / 4;
+    std::vector<Candidate> cands;
+    cands.reserve(static_cast<std::size_t>(n_cand));
+    for (int c = 0; c < n_cand - n_local; ++c) {
+      Candidate k;
+      k.full = uniform_full(space, rng);
+      k.x = effective(space, k.full);
+      cands.push_back(std::move(k));
+    }
+    static const double kScales[3] = {0.01, 0.05, 0.2};
+    for (int c = 0; c < n_local; ++c) {
+      const std::vector<double>& centre = elite[static_cast<std::size_t>(c) % elite.size()];
+      double s = kScales[rng.below(3)];
+      Candidate k;
+      k.full.resize(space.size());
+      for (std::size_t i = 0; i < space.size(); ++i) {
+        if (std::isnan(centre[i])) {
+          k.full[i] = space.from_unit(i, rng.uniform());
+        } else if (enc.is_cat(i)) {
+          k.full[i] = rng.uniform() < 0.2 ? space.from_unit(i, rng.uniform()) : centre[i];
+        } else {
+          double u = space.to_unit(i, centre[i]) + s * rng.normal();
+          k.full[i] = space.from_unit(i, std::clamp(u, 0.0, 1.0));
+        }
+      }
+      k.x = effective(space, k.full);
+      cands.push_back(std::move(k));
+    }
+    score(cands, a, best);
+    std::vector<std::size_t> order(cands.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t p, std::size_t q) { return cands[p].score > cands[q].score; });
+    // Refine the best few distinct, unseen candidates (in parallel; each start is independent, so the
+    // result does not depend on the thread count).
+    std::vector<Candidate> top;
+    std::set<std::vector<double>> picked;
+    for (std::size_t o : order) {
+      if (static_cast<int>(top.size()) >= std::max(cfg.n_refine, 1)) break;
+      auto key = key_of(cands[o].x);
+      if (seen.count(key) || picked.count(key)) continue;
+      picked.insert(key);
+      top.push_back(cands[o]);
+    }
+    if (cfg.n_refine > 0) {
+      const int nt = std::min<int>(threads, static_cast<int>(top.size()));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(nt, 1))
+      for (std::size_t t = 0; t < top.size(); ++t) {
+        improve_categoricals(top[t], a, best);
+        refine(top[t], a, best);
+      }
+    }
+    std::optional<Candidate> out;
+    for (auto& t : top)
+      if (!seen.count(key_of(t.x)) && (!out || t.score > out->score)) out = t;
+    if (out) return out;
+    for (std::size_t o : order)  // every refined point was a repeat: best unseen raw candidate
+      if (!seen.count(key_of(cands[o].x))) return cands[o];
+    return std::nullopt;
+  }
+};
+
+// Random point from the priors not in `seen` (a few tries; nullopt if the space looks exhausted).
+std::optional<std::vector<double>> random_unseen(const SearchSpace& space, const std::set<std::vector<double>>& seen,
+                                                 Rng& rng) {
+  for (int t = 0; t < 200; ++t) {
+    std::vector<double> x = space.sample(rng);
+    if (!seen.count(key_of(x))) return x;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string to_string(Fantasy f) {
+  switch (f) {
+    case Fantasy::Believer: return "believer";
+    case Fantasy::LiarMin: return "liar_min";
+    case Fantasy::LiarMean: return "liar_mean";
+    case Fantasy::LiarMax: return "liar_max";
+  }
+  return "believer";
+}
+
+Fantasy fantasy_from_string(const std::string& s) {
+  std::string t = lower(s);
+  if (t == "believer" || t == "kriging_believer") return Fantasy::Believer;
+  if (t == "liar_min" || t == "cl_min") return Fantasy::LiarMin;
+  if (t == "liar_mean" || t == "cl_mean") return Fantasy::LiarMean;
+  if (t == "liar_max" || t == "cl_max") return Fantasy::LiarMax;
+  KT_THROW(InvalidArgument, "fantasy '", s, "' is not one of believer, liar_min, liar_mean, liar_max");
+}
+
+GPSearcher::GPSearcher(GPConfig c) : cfg_(c) {
+  KT_CHECK(cfg_.n_initial_points >= 0, InvalidArgument, "n_initial_points = ", cfg_.n_initial_points,
+           " must be >= 0");
+  KT_CHECK(cfg_.n_candidates >= 1, InvalidArgument, "n_candidates = ", cfg_.n_candidates, " must be >= 1");
+  KT_CHECK(cfg_.n_refine >= 0, InvalidArgument, "n_refine = ", cfg_.n_refine, " must be >= 0");
+  KT_CHECK(cfg_.n_hyper_restarts >= 0, InvalidArgument, "n_hyper_restarts = ", cfg_.n_hyper_restarts,
+           " must be >= 0");
+  KT_CHECK(cfg_.max_enumeration >= 1, InvalidArgument, "max_enumeration = ", cfg_.max_enumeration,
+           " must be >= 1");
+  KT_CHECK(std::isfinite(cfg_.xi) && cfg_.xi >= 0, InvalidArgument, "xi = ", cfg_.xi, " must be >= 0");
+  KT_CHECK(std::isfinite(cfg_.kappa) && cfg_.kappa >= 0, InvalidArgument, "kappa = ", cfg_.kappa,
+           " must be >= 0");
+}
+
+GPConfig GPSearcher::config_from_json(const nlohmann::json& j) {
+  KT_CHECK(j.is_object(), InvalidArgument, "gp config must be a JSON object, got ", j.dump());
+  GPConfig c;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    const nlohmann::json& v = it.value();
+    if (k == "type" || k == "algorithm_name") continue;
+    if (k == "kernel") c.kernel = kernel_from_string(get_string(v, k));
+    else if (k == "acq_func" || k == "acquisition") c.acq = acq_from_string(get_string(v, k));
+    else if (k == "n_initial_points" || k == "n_startup_trials") c.n_initial_points = static_cast<int>(get_int(v, k));
+    else if (k == "xi") c.xi = get_double(v, k);
+    else if (k == "kappa") c.kappa = get_double(v, k);
+    else if (k == "n_candidates") c.n_candidates = static_cast<int>(get_int(v, k));
+    else if (k == "n_refine") c.n_refine = static_cast<int>(get_int(v, k));
+    else if (k == "prior") c.prior = hyper_prior_from_string(get_string(v, k));
+    else if (k == "n_hyper_restarts") c.n_hyper_restarts = static_cast<int>(get_int(v, k));
+    else if (k == "warm_start") c.warm_start = get_bool(v, k);
+    else if (k == "deterministic" || k == "deterministic_objective") c.deterministic = get_bool(v, k);
+    else if (k == "fantasy") c.fantasy = fantasy_from_string(get_string(v, k));
+    else if (k == "max_enumeration") c.max_enumeration = static_cast<int>(get_int(v, k));
+    else if (k == "threads" || k == "n_threads") c.threads = static_cast<int>(get_int(v, k));
+    else if (k == "random_state") {
+      if (v.is_null()) c.random_state.reset();
+      else {
+        long long r = get_int(v, k);
+        KT_CHECK(r >= 0, InvalidArgument, "gp setting 'random_state' = ", r, " must be >= 0");
+        c.random_state = static_cast<std::uint64_t>(r);
+      }
+    } else if (k == "base_estimator") {
+      std::string b = get_string(v, k);
+      KT_CHECK(lower(b) == "gp", InvalidArgument, "gp setting 'base_estimator' = '", b,
+               "' is not supported (only \"GP\"; use \"tpe\" for tree-structured models)");
+    } else if (k == "acq_optimizer") {
+      std::string o = lower(get_string(v, k));
+      if (o == "sampling") c.n_refine = 0;
+      else if (o == "lbfgs" || o == "auto") {
+        if (c.n_refine == 0) c.n_refine = 5;
+      } else {
+        KT_THROW(InvalidArgument, "gp setting 'acq_optimizer' = '", o, "' is not one of auto, sampling, lbfgs");
+      }
+    } else {
+      KT_THROW(InvalidArgument, "unknown gp setting '", k, "'");
+    }
+  }
+  return c;
+}
+
+std::unique_ptr<Searcher> GPSearcher::from_json(const nlohmann::json& j) {
+  return std::make_unique<GPSearcher>(config_from_json(j));
+}
+
+nlohmann::json GPSearcher::config() const {
+  nlohmann::json j = {{"type", "gp"},
+                      {"kernel", to_string(cfg_.kernel)},
+                      {"acq_func", to_string(cfg_.acq)},
+                      {"n_initial_points", cfg_.n_initial_points},
+                      {"xi", cfg_.xi},
+                      {"kappa", cfg_.kappa},
+                      {"n_candidates", cfg_.n_candidates},
+                      {"n_refine", cfg_.n_refine},
+                      {"prior", to_string(cfg_.prior)},
+                      {"n_hyper_restarts", cfg_.n_hyper_restarts},
+                      {"warm_start", cfg_.warm_start},
+                      {"deterministic", cfg_.deterministic},
+                      {"fantasy", to_string(cfg_.fantasy)},
+                      {"max_enumeration", cfg_.max_enumeration},
+                      {"threads", cfg_.threads}};
+  if (cfg_.random_state) j["random_state"] = *cfg_.random_state;
+  return j;
+}
+
+void GPSearcher::check_space(const SearchSpace& space) const {
+  KT_CHECK(!space.empty(), InvalidArgument, "gp searcher needs a non-empty search space");
+}
+
+std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n) {
+  const SearchSpace& space = ctx.space;
+  check_space(space);
+  Rng local(cfg_.random_state ? mix64(ctx.rng.next_u64() ^ mix64(*cfg_.random_state + 0x9E3779B97F4A7C15ULL)) : 0);
+  Rng& rng = cfg_.random_state ? local : ctx.rng;
+  const int threads = core::resolve_threads(cfg_.threads);
+  Encoder enc(space);
+
+  // History: complete trials with a finite loss are data; running/pending ones are fantasised.
+  std::vector<const Trial*> done, pending;
+  std::vector<double> losses;
+  std::set<std::vector<double>> seen;
+  const Trial* last_fit = nullptr;
+  for (const Trial& t : ctx.trials) {
+    if (t.x.size() != space.size()) continue;
+    if (t.state != TrialState::Failed) seen.insert(key_of(t.x));
+    if (t.state == TrialState::Complete) {
+      double l = ctx.loss(t);
+      if (std::isfinite(l)) {
+        done.push_back(&t);
+        losses.push_back(l);
+      }
+    } else if (t.state == TrialState::Running || t.state == TrialState::Pending) {
+      pending.push_back(&t);
+    }
+    auto it = t.system_attrs.find("gp_dim");
+    if (it != t.system_attrs.end() && it->second == static_cast<double>(enc.D) &&
+        (!last_fit || t.id > last_fit->id))
+      last_fit = &t;
+  }
+
+  std::vector<Suggestion> out;
+  std::vector<bool> is_random;
+  // Initial design: random points from the priors.
+  const std::size_t n_used = done.size() + pending.size();
+  while (out.size() < n && (n_used + out.size() < static_cast<std::size_t>(cfg_.n_initial_points) || done.size() < 2)) {
+    auto x = random_unseen(space, seen, rng);
+    if (!x) return out;
+    seen.insert(key_of(*x));
+    out.push_back({std::move(*x), {}});
+  }
+  if (out.size() >= n) return out;
+
+  // Fit the model on the complete trials.
+  const Eigen::Index N = static_cast<Eigen::Index>(done.size());
+  Eigen::MatrixXd X(enc.D, N);
+  Eigen::VectorXd y(N);
+  for (Eigen::Index i = 0; i < N; ++i) {
+    enc.encode(done[static_cast<std::size_t>(i)]->x, X.col(i).data());
+    y[i] = losses[static_cast<std::size_t>(i)];
+  }
+  GaussianProcess gp(cfg_.kernel, enc.D);
+  FitOptions fo;
+  fo.prior = cfg_.prior;
+  fo.n_restarts = cfg_.n_hyper_restarts;
+  if (cfg_.deterministic) fo.min_noise = fo.max_noise = 1e-6;
+  fo.use_warm_start = false;
+  const Eigen::Index np = gp.n_params();
+  if (cfg_.warm_start && last_fit) {
+    Eigen::VectorXd theta(np);
+    bool ok = true;
+    for (Eigen::Index j = 0; j < np && ok; ++j) {
+      auto it = last_fit->system_attrs.find("gp_theta_" + std::to_string(j));
+      ok = it != last_fit->system_attrs.end() && std::isfinite(it->second);
+      if (ok) theta[j] = it->second;
+    }
+    if (ok) {
+      gp.set_params(theta);
+      fo.use_warm_start = true;
+      fo.n_restarts = 0;  // warm start + default start; random restarts only on a cold fit
+    }
+  }
+  gp.set_data(X, y);
+  gp.fit_hyperparameters(fo, rng);
+  const Eigen::VectorXd theta = gp.params();
+
+  // Local-search centres: the best few observed points.
+  std::vector<std::size_t> order(done.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return losses[a] < losses[b]; });
+  std::vector<std::vector<double>> elite;
+  for (std::size_t k = 0; k < std::min<std::size_t>(5, order.size()); ++k) elite.push_back(done[order[k]]->x);
+
+  double best = *std::min_element(losses.begin(), losses.end());
+  const double loss_mean = std::accumulate(losses.begin(), losses.end(), 0.0) / static_cast<double>(losses.size());
+  const double loss_max = *std::max_element(losses.begin(), losses.end());
+  const double loss_min = best;
+  auto fantasise = [&](const std::vector<double>& x) {
+    Eigen::VectorXd f = enc.encode(x);
+    double v = loss_mean;
+    switch (cfg_.fantasy) {
+      case Fantasy::Believer: {
+        double var = 0.0;
+        gp.predict_one(f.data(), v, var);
+        break;
+      }
+      case Fantasy::LiarMin: v = loss_min; break;
+      case Fantasy::LiarMean: v = loss_mean; break;
+      case Fantasy::LiarMax: v = loss_max; break;
+    }
+    gp.add_observation(f, v);
+  };
+  for (const Trial* p : pending) fantasise(p->x);
+  for (const auto& s : out) fantasise(s.x);
+
+  // gp_hedge gains (Hoffman, Brochu & de Freitas, "Portfolio Allocation for Bayesian Optimization", UAI
+  // 2011; eta = 1 as scikit-optimize): read from the last GP trial, so they live in the history.
+  double gains[kHedgeSize] = {0.0, 0.0, 0.0};
+  if (last_fit)
+    for (int a = 0; a < kHedgeSize; ++a) {
+      auto it = last_fit->system_attrs.find("gp_hedge_gain_" + std::to_string(a));
+      if (it != last_fit->system_attrs.end() && std::isfinite(it->second)) gains[a] = it->second;
+    }
+
+  Proposer prop{space, enc, cfg_, gp, elite, threads};
+  while (out.size() < n) {
+    std::optional<Candidate> pick;
+    int acq_index = -1;
+    if (cfg_.acq == AcqType::Hedge) {
+      std::optional<Candidate> props[kHedgeSize];
+      double mus[kHedgeSize] = {0, 0, 0};
+      for (int a = 0; a < kHedgeSize; ++a) {
+        props[a] = prop.propose(kHedge[a], best, seen, rng);
+        if (props[a]) {
+          double var = 0.0;
+          gp.predict_one(enc.encode(props[a]->x).data(), mus[a], var);
+          mus[a] = (mus[a] - gp.y_mean()) / gp.y_std();
+        }
+      }
+      double gmax = *std::max_element(gains, gains + kHedgeSize);
+      double w[kHedgeSize], total = 0.0;
+      for (int a = 0; a < kHedgeSize; ++a) total += (w[a] = props[a] ? std::exp(gains[a] - gmax) : 0.0);
+      if (total > 0) {
+        double u = rng.uniform() * total;
+        acq_index = kHedgeSize - 1;
+        for (int a = 0; a < kHedgeSize; ++a) {
+          if (u < w[a]) {
+            acq_index = a;
+            break;
+          }
+          u -= w[a];
+        }
+        while (!props[acq_index]) acq_index = (acq_index + 1) % kHedgeSize;
+        pick = props[acq_index];
+      }
+      for (int a = 0; a < kHedgeSize; ++a)
+        if (props[a]) gains[a] -= mus[a];
+    } else {
+      pick = prop.propose(cfg_.acq, best, seen, rng);
+    }
+    Suggestion s;
+    if (pick) {
+      s.x = pick->x;
+      s.attrs["gp_acq_value"] = std::isfinite(pick->score) ? pick->score : -1e300;
+    } else {
+      auto x = random_unseen(space, seen, rng);
+      if (!x) break;
+      s.x = std::move(*x);
+    }
+    s.attrs["gp_dim"] = static_cast<double>(enc.D);
+    for (Eigen::Index j = 0; j < np; ++j) s.attrs["gp_theta_" + std::to_string(j)] = theta[j];
+    if (cfg_.acq == AcqType::Hedge) {
+      s.attrs["gp_acq"] = acq_index;
+      for (int a = 0; a < kHedgeSize; ++a) s.attrs["gp_hedge_gain_" + std::to_string(a)] = gains[a];
+    }
+    seen.insert(key_of(s.x));
+    fantasise(s.x);
+    if (cfg_.fantasy == Fantasy::LiarMin) best = std::min(best, loss_min);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace kubetune::search::gp

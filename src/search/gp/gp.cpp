@@ -1,0 +1,311 @@
+// GP regression: standardisation, jittered Cholesky, rank-1 updates, batched posterior, ML-II fitting.
+#include "kubetune/search/gp/gp.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <LBFGSB.h>
+
+#include "kubetune/core/error.hpp"
+#include "kubetune/core/parallel.hpp"
+
+namespace kubetune::search::gp {
+namespace {
+constexpr double kLog2Pi = 1.83787706640934548356;
+constexpr double kMinVar = 1e-12;  // floor of the posterior variance (standardised units)
+}  // namespace
+
+std::string to_string(HyperPrior p) { return p == HyperPrior::Optuna ? "optuna" : "none"; }
+
+HyperPrior hyper_prior_from_string(const std::string& s) {
+  std::string t(s);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (t == "optuna" || t == "default") return HyperPrior::Optuna;
+  if (t == "none" || t == "") return HyperPrior::None;
+  KT_THROW(InvalidArgument, "prior '", s, "' is not one of optuna, none");
+}
+
+GaussianProcess::GaussianProcess(KernelType type, Eigen::Index dim)
+    : kernel_(type, Eigen::VectorXd::Ones(dim), 1.0) {
+  KT_CHECK(dim >= 1, InvalidArgument, "GP dim = ", dim, " must be >= 1");
+}
+
+Eigen::VectorXd GaussianProcess::params() const {
+  Eigen::VectorXd t(n_params());
+  t.head(kernel_.n_params()) = kernel_.log_params();
+  t[kernel_.n_params()] = std::log(noise_);
+  t[kernel_.n_params() + 1] = mean_;
+  return t;
+}
+
+void GaussianProcess::set_params(const Eigen::VectorXd& theta) {
+  KT_CHECK(theta.size() == n_params(), InvalidArgument, "GP params has ", theta.size(), " entries, expected ",
+           n_params());
+  kernel_.set_log_params(theta.head(kernel_.n_params()));
+  noise_ = std::exp(theta[kernel_.n_params()]);
+  mean_ = theta[kernel_.n_params() + 1];
+}
+
+void GaussianProcess::set_data(const Eigen::MatrixXd& X, const Eigen::VectorXd& y) {
+  KT_CHECK(X.rows() == dim(), InvalidArgument, "GP X has ", X.rows(), " rows, expected dim ", dim());
+  KT_CHECK(X.cols() == y.size(), InvalidArgument, "GP X has ", X.cols(), " points but y has ", y.size());
+  KT_CHECK(X.allFinite() && y.allFinite(), InvalidArgument, "GP data contain NaN or infinite values");
+  X_ = X;
+  const Eigen::Index n = y.size();
+  y_shift_ = n > 0 ? y.mean() : 0.0;
+  double var = n > 1 ? (y.array() - y_shift_).square().sum() / static_cast<double>(n) : 0.0;
+  y_scale_ = var > 1e-300 ? std::sqrt(var) : 1.0;
+  y_ = ((y.array() - y_shift_) / y_scale_).matrix();
+  refit();
+}
+
+void GaussianProcess::refit() { factorize(); }
+
+void GaussianProcess::factorize() {
+  const Eigen::Index n = X_.cols();
+  if (n == 0) {
+    L_.resize(0, 0);
+    alpha_.resize(0);
+    jitter_ = 0.0;
+    return;
+  }
+  Eigen::MatrixXd K = kernel_.gram(X_);
+  K.diagonal().array() += noise_;
+  // Jitter escalation: 0, then 1e-10 .. 1e-2 times the signal variance.
+  double jitter = 0.0;
+  const double scale = kernel_.signal_variance();
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    Eigen::LLT<Eigen::MatrixXd> llt;
+    if (jitter > 0) {
+      Eigen::MatrixXd Kj = K;
+      Kj.diagonal().array() += jitter;
+      llt.compute(Kj);
+    } else {
+      llt.compute(K);
+    }
+    if (llt.info() == Eigen::Success) {
+      L_ = llt.matrixL();
+      if (L_.diagonal().allFinite() && (L_.diagonal().array() > 0).all()) {
+        jitter_ = jitter;
+        Eigen::VectorXd r = y_.array() - mean_;
+        alpha_ = L_.triangularView<Eigen::Lower>().solve(r);
+        L_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
+        return;
+      }
+    }
+    jitter = jitter == 0.0 ? 1e-10 * scale : jitter * 10.0;
+  }
+  KT_THROW(StateError, "GP Cholesky failed even with jitter ", jitter, " (noise ", noise_, ")");
+}
+
+void GaussianProcess::add_observation(const Eigen::VectorXd& x, double y) {
+  KT_CHECK(x.size() == dim(), InvalidArgument, "GP add_observation: x has ", x.size(), " entries, expected ",
+           dim());
+  KT_CHECK(x.allFinite() && std::isfinite(y), InvalidArgument, "GP add_observation: non-finite x or y = ", y);
+  const Eigen::Index n = X_.cols();
+  Eigen::VectorXd k(n);
+  for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel_(X_.col(i).data(), x.data());
+  Eigen::VectorXd l = n > 0 ? Eigen::VectorXd(L_.triangularView<Eigen::Lower>().solve(k)) : Eigen::VectorXd();
+  double kxx = kernel_.signal_variance() + noise_ + jitter_;
+  double d2 = kxx - l.squaredNorm();
+  // A (near) duplicate input: keep the factor positive definite with the smallest admissible pivot.
+  d2 = std::max(d2, 1e-10 * kernel_.signal_variance());
+  Eigen::MatrixXd L(n + 1, n + 1);
+  L.topLeftCorner(n, n) = L_;
+  L.topRightCorner(n, 1).setZero();
+  L.bottomLeftCorner(1, n) = l.transpose();
+  L(n, n) = std::sqrt(d2);
+  L_.swap(L);
+  X_.conservativeResize(Eigen::NoChange, n + 1);
+  X_.col(n) = x;
+  y_.conservativeResize(n + 1);
+  y_[n] = (y - y_shift_) / y_scale_;
+  Eigen::VectorXd r = y_.array() - mean_;
+  alpha_ = L_.triangularView<Eigen::Lower>().solve(r);
+  L_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
+}
+
+void GaussianProcess::predict(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var,
+                              int threads) const {
+  KT_CHECK(Xs.rows() == dim(), InvalidArgument, "GP predict: points have ", Xs.rows(), " rows, expected ",
+           dim());
+  const Eigen::Index m = Xs.cols(), n = X_.cols();
+  mean.resize(m);
+  var.resize(m);
+  const double s2 = kernel_.signal_variance();
+  if (n == 0) {
+    mean.setConstant(mean_ * y_scale_ + y_shift_);
+    var.setConstant(s2 * y_scale_ * y_scale_);
+    return;
+  }
+  constexpr Eigen::Index kBlock = 128;
+  const Eigen::Index n_blocks = (m + kBlock - 1) / kBlock;
+  const int nt = static_cast<int>(std::min<Eigen::Index>(core::resolve_threads(threads), std::max<Eigen::Index>(n_blocks, 1)));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (Eigen::Index b = 0; b < n_blocks; ++b) {
+    const Eigen::Index c0 = b * kBlock, nc = std::min(kBlock, m - c0);
+    Eigen::MatrixXd Ks = kernel_.cross(X_, Xs.middleCols(c0, nc));
+    mean.segment(c0, nc) = (Ks.transpose() * alpha_).array() + mean_;
+    L_.triangularView<Eigen::Lower>().solveInPlace(Ks);
+    var.segment(c0, nc) = (s2 - Ks.colwise().squaredNorm().array()).max(kMinVar * s2).matrix().transpose();
+  }
+  mean = (mean.array() * y_scale_ + y_shift_).matrix();
+  var *= y_scale_ * y_scale_;
+}
+
+void GaussianProcess::predict_one(const double* x, double& mean, double& var, double* dmean,
+                                  double* dvar) const {
+  const Eigen::Index n = X_.cols(), D = dim();
+  const double s2 = kernel_.signal_variance();
+  if (n == 0) {
+    mean = mean_ * y_scale_ + y_shift_;
+    var = s2 * y_scale_ * y_scale_;
+    if (dmean) std::fill(dmean, dmean + D, 0.0);
+    if (dvar) std::fill(dvar, dvar + D, 0.0);
+    return;
+  }
+  Eigen::VectorXd k(n);
+  for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel_(X_.col(i).data(), x);
+  double mu = mean_ + k.dot(alpha_);
+  Eigen::VectorXd v = L_.triangularView<Eigen::Lower>().solve(k);
+  double vv = s2 - v.squaredNorm();
+  const bool floored = vv < kMinVar * s2;
+  vv = std::max(vv, kMinVar * s2);
+  mean = mu * y_scale_ + y_shift_;
+  var = vv * y_scale_ * y_scale_;
+  if (dmean || dvar) {
+    Eigen::MatrixXd dK(D, n);  // column i: d k(x, X_i) / dx
+    for (Eigen::Index i = 0; i < n; ++i) kernel_.grad_x(x, X_.col(i).data(), dK.col(i).data());
+    if (dmean) Eigen::Map<Eigen::VectorXd>(dmean, D) = (dK * alpha_) * y_scale_;
+    if (dvar) {
+      if (floored) {
+        std::fill(dvar, dvar + D, 0.0);
+      } else {
+        L_.triangularView<Eigen::Lower>().transpose().solveInPlace(v);  // v = K^-1 k
+        Eigen::Map<Eigen::VectorXd>(dvar, D) = (-2.0 * y_scale_ * y_scale_) * (dK * v);
+      }
+    }
+  }
+}
+
+double GaussianProcess::log_marginal_likelihood(Eigen::VectorXd* grad, HyperPrior prior) const {
+  const Eigen::Index n = X_.cols(), D = dim(), nk = kernel_.n_params();
+  double lml = 0.0;
+  if (grad) grad->setZero(n_params());
+  if (n > 0) {
+    Eigen::VectorXd r = y_.array() - mean_;
+    lml = -0.5 * r.dot(alpha_) - L_.diagonal().array().log().sum() - 0.5 * static_cast<double>(n) * kLog2Pi;
+    if (grad) {
+      // d lml / d theta_j = 1/2 tr((alpha alpha^T - K^-1) dK/dtheta_j)   (R&W eq. 5.9)
+      Eigen::MatrixXd Linv = L_.triangularView<Eigen::Lower>().solve(Eigen::MatrixXd::Identity(n, n));
+      Eigen::MatrixXd W = alpha_ * alpha_.transpose();
+      W.noalias() -= Linv.transpose() * Linv;
+      grad->head(nk) = 0.5 * kernel_.contract_gradients(X_, W);
+      (*grad)[nk] = 0.5 * noise_ * W.trace();
+      (*grad)[nk + 1] = alpha_.sum();
+    }
+  }
+  if (prior == HyperPrior::Optuna) {
+    // Optuna 4.x default prior (optuna/_gp/prior.py), written for theta in log space.
+    const Eigen::VectorXd& ls = kernel_.lengthscales();
+    for (Eigen::Index d = 0; d < D; ++d) {
+      double l2 = ls[d] * ls[d];
+      lml += -(0.1 * l2 + 0.1 / l2);  // lambda = 1 / l^2: -(0.1 / lambda + 0.1 lambda)
+      if (grad) (*grad)[d] += -(0.2 * l2 - 0.2 / l2);
+    }
+    double s2 = kernel_.signal_variance();
+    lml += std::log(s2) - s2;  // Gamma(2, 1) up to a constant
+    lml += 0.1 * std::log(noise_) - 30.0 * noise_;  // Gamma(1.1, 30)
+    if (grad) {
+      (*grad)[D] += 1.0 - s2;
+      (*grad)[nk] += 0.1 - 30.0 * noise_;
+    }
+  }
+  return lml;
+}
+
+double GaussianProcess::fit_hyperparameters(const FitOptions& opt, Rng& rng) {
+  KT_CHECK(opt.min_lengthscale > 0 && opt.min_lengthscale <= opt.max_lengthscale, InvalidArgument,
+           "FitOptions lengthscale bounds [", opt.min_lengthscale, ", ", opt.max_lengthscale, "] invalid");
+  KT_CHECK(opt.min_signal > 0 && opt.min_signal <= opt.max_signal, InvalidArgument,
+           "FitOptions signal bounds [", opt.min_signal, ", ", opt.max_signal, "] invalid");
+  KT_CHECK(opt.min_noise > 0 && opt.min_noise <= opt.max_noise, InvalidArgument, "FitOptions noise bounds [",
+           opt.min_noise, ", ", opt.max_noise, "] invalid");
+  const Eigen::Index D = dim(), np = n_params(), nk = kernel_.n_params();
+  Eigen::VectorXd lb(np), ub(np);
+  lb.head(D).setConstant(std::log(opt.min_lengthscale));
+  ub.head(D).setConstant(std::log(opt.max_lengthscale));
+  lb[D] = std::log(opt.min_signal);
+  ub[D] = std::log(opt.max_signal);
+  lb[nk] = std::log(opt.min_noise);
+  ub[nk] = std::log(opt.max_noise);
+  lb[nk + 1] = -opt.mean_bound;
+  ub[nk + 1] = opt.mean_bound;
+
+  std::vector<Eigen::VectorXd> starts;
+  if (opt.use_warm_start) starts.push_back(params().cwiseMax(lb).cwiseMin(ub));
+  {
+    Eigen::VectorXd t(np);
+    t.head(D).setZero();  // l = 1, where the Optuna prior on lengthscales peaks
+    t[D] = 0.0;
+    t[nk] = std::log(1e-2);
+    t[nk + 1] = 0.0;
+    starts.push_back(t.cwiseMax(lb).cwiseMin(ub));
+  }
+  for (int r = 0; r < opt.n_restarts; ++r) {
+    Eigen::VectorXd t(np);
+    for (Eigen::Index d = 0; d < D; ++d) t[d] = rng.uniform(std::log(0.05), std::log(5.0));
+    t[D] = rng.uniform(std::log(0.2), std::log(5.0));
+    t[nk] = rng.uniform(lb[nk], std::max(lb[nk], std::min(ub[nk], std::log(0.1))));
+    t[nk + 1] = 0.0;
+    starts.push_back(t.cwiseMax(lb).cwiseMin(ub));
+  }
+
+  double best_f = std::numeric_limits<double>::infinity();
+  Eigen::VectorXd best_theta = starts.front();
+  auto objective = [&](const Eigen::VectorXd& theta, Eigen::VectorXd& g) -> double {
+    set_params(theta);
+    try {
+      factorize();
+    } catch (const StateError&) {
+      g.setZero(np);
+      return 1e300;
+    }
+    Eigen::VectorXd gl;
+    double f = -log_marginal_likelihood(&gl, opt.prior);
+    if (!std::isfinite(f) || !gl.allFinite()) {
+      g.setZero(np);
+      return 1e300;
+    }
+    g = -gl;
+    if (f < best_f) {
+      best_f = f;
+      best_theta = theta;
+    }
+    return f;
+  };
+
+  LBFGSpp::LBFGSBParam<double> param;
+  param.m = 6;
+  param.max_iterations = opt.max_iterations;
+  param.epsilon = 1e-5;
+  param.epsilon_rel = 1e-6;
+  param.max_linesearch = 30;
+  LBFGSpp::LBFGSBSolver<double> solver(param);
+  for (Eigen::VectorXd x : starts) {
+    double fx = 0.0;
+    try {
+      solver.minimize(objective, x, fx, lb, ub);
+    } catch (const std::exception&) {
+      // Line-search failures end this start; the best point seen so far is kept.
+    }
+  }
+  set_params(best_theta);
+  factorize();
+  return -best_f;
+}
+
+}  // namespace kubetune::search::gp

@@ -1,0 +1,142 @@
+// Matérn-5/2 and RBF ARD kernels: values, Gram matrices and analytic hyperparameter / input gradients.
+#include "kubetune/search/gp/kernel.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "kubetune/core/error.hpp"
+
+namespace kubetune::search::gp {
+namespace {
+constexpr double kSqrt5 = 2.23606797749978969640;
+}
+
+std::string to_string(KernelType k) { return k == KernelType::Matern52 ? "matern52" : "rbf"; }
+
+KernelType kernel_from_string(const std::string& s) {
+  std::string t(s);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (t == "matern52" || t == "matern" || t == "matern5/2") return KernelType::Matern52;
+  if (t == "rbf" || t == "se" || t == "squared_exponential") return KernelType::RBF;
+  KT_THROW(InvalidArgument, "kernel '", s, "' is not one of matern52, rbf");
+}
+
+Kernel::Kernel(KernelType type, Eigen::VectorXd lengthscales, double signal_variance)
+    : type_(type), ls_(std::move(lengthscales)), s2_(signal_variance) {
+  KT_CHECK(s2_ > 0 && std::isfinite(s2_), InvalidArgument, "kernel signal_variance = ", s2_, " must be > 0");
+  for (Eigen::Index d = 0; d < ls_.size(); ++d)
+    KT_CHECK(ls_[d] > 0 && std::isfinite(ls_[d]), InvalidArgument, "kernel lengthscale[", d, "] = ", ls_[d],
+             " must be > 0");
+  inv_ls2_ = ls_.array().square().inverse().matrix();
+}
+
+Eigen::VectorXd Kernel::log_params() const {
+  Eigen::VectorXd t(ls_.size() + 1);
+  t.head(ls_.size()) = ls_.array().log().matrix();
+  t[ls_.size()] = std::log(s2_);
+  return t;
+}
+
+void Kernel::set_log_params(const Eigen::VectorXd& theta) {
+  KT_CHECK(theta.size() == ls_.size() + 1, InvalidArgument, "kernel theta has ", theta.size(),
+           " entries, expected ", ls_.size() + 1);
+  ls_ = theta.head(ls_.size()).array().exp().matrix();
+  inv_ls2_ = ls_.array().square().inverse().matrix();
+  s2_ = std::exp(theta[ls_.size()]);
+}
+
+double Kernel::f_of_r2(double r2) const noexcept {
+  if (type_ == KernelType::RBF) return std::exp(-0.5 * r2);
+  double r = std::sqrt(r2);
+  return (1.0 + kSqrt5 * r + (5.0 / 3.0) * r2) * std::exp(-kSqrt5 * r);
+}
+
+// Matérn-5/2: df/dr = -(5/3) r (1 + sqrt5 r) exp(-sqrt5 r), so df/d(r^2) = -(5/6)(1 + sqrt5 r) exp(-sqrt5 r),
+// finite at r = 0 (the kernel is twice differentiable).
+double Kernel::df_dr2(double r2) const noexcept {
+  if (type_ == KernelType::RBF) return -0.5 * std::exp(-0.5 * r2);
+  double r = std::sqrt(r2);
+  return -(5.0 / 6.0) * (1.0 + kSqrt5 * r) * std::exp(-kSqrt5 * r);
+}
+
+double Kernel::operator()(const double* x, const double* y) const noexcept {
+  double r2 = 0.0;
+  for (Eigen::Index d = 0; d < ls_.size(); ++d) {
+    double t = x[d] - y[d];
+    r2 += t * t * inv_ls2_[d];
+  }
+  return s2_ * f_of_r2(r2);
+}
+
+Eigen::MatrixXd Kernel::gram(const Eigen::MatrixXd& X) const {
+  const Eigen::Index n = X.cols();
+  Eigen::MatrixXd K(n, n);
+  for (Eigen::Index j = 0; j < n; ++j) {
+    K(j, j) = s2_;
+    for (Eigen::Index i = j + 1; i < n; ++i) K(i, j) = K(j, i) = (*this)(X.col(i).data(), X.col(j).data());
+  }
+  return K;
+}
+
+Eigen::MatrixXd Kernel::cross(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) const {
+  Eigen::MatrixXd K(A.cols(), B.cols());
+  for (Eigen::Index j = 0; j < B.cols(); ++j)
+    for (Eigen::Index i = 0; i < A.cols(); ++i) K(i, j) = (*this)(A.col(i).data(), B.col(j).data());
+  return K;
+}
+
+std::vector<Eigen::MatrixXd> Kernel::gram_gradients(const Eigen::MatrixXd& X) const {
+  const Eigen::Index n = X.cols(), D = ls_.size();
+  std::vector<Eigen::MatrixXd> G(static_cast<std::size_t>(D + 1), Eigen::MatrixXd::Zero(n, n));
+  for (Eigen::Index j = 0; j < n; ++j)
+    for (Eigen::Index i = 0; i < n; ++i) {
+      double r2 = 0.0;
+      for (Eigen::Index d = 0; d < D; ++d) {
+        double t = X(d, i) - X(d, j);
+        r2 += t * t * inv_ls2_[d];
+      }
+      double g = s2_ * df_dr2(r2);
+      // d r^2 / d log l_d = -2 q_d with q_d = (x_d - y_d)^2 / l_d^2.
+      for (Eigen::Index d = 0; d < D; ++d) {
+        double t = X(d, i) - X(d, j);
+        G[static_cast<std::size_t>(d)](i, j) = -2.0 * g * t * t * inv_ls2_[d];
+      }
+      G[static_cast<std::size_t>(D)](i, j) = s2_ * f_of_r2(r2);  // d/d log s2
+    }
+  return G;
+}
+
+Eigen::VectorXd Kernel::contract_gradients(const Eigen::MatrixXd& X, const Eigen::MatrixXd& W) const {
+  const Eigen::Index n = X.cols(), D = ls_.size();
+  Eigen::VectorXd out = Eigen::VectorXd::Zero(D + 1);
+  Eigen::VectorXd q(D);
+  for (Eigen::Index j = 0; j < n; ++j) {
+    out[D] += W(j, j) * s2_;
+    for (Eigen::Index i = j + 1; i < n; ++i) {
+      double r2 = 0.0;
+      for (Eigen::Index d = 0; d < D; ++d) {
+        double t = X(d, i) - X(d, j);
+        q[d] = t * t * inv_ls2_[d];
+        r2 += q[d];
+      }
+      double w = 2.0 * W(i, j);  // symmetric: both (i, j) and (j, i)
+      double g = -2.0 * s2_ * df_dr2(r2) * w;
+      out.head(D) += g * q;
+      out[D] += w * s2_ * f_of_r2(r2);
+    }
+  }
+  return out;
+}
+
+void Kernel::grad_x(const double* x, const double* y, double* g) const noexcept {
+  double r2 = 0.0;
+  for (Eigen::Index d = 0; d < ls_.size(); ++d) {
+    double t = x[d] - y[d];
+    r2 += t * t * inv_ls2_[d];
+  }
+  double c = 2.0 * s2_ * df_dr2(r2);
+  for (Eigen::Index d = 0; d < ls_.size(); ++d) g[d] = c * (x[d] - y[d]) * inv_ls2_[d];
+}
+
+}  // namespace kubetune::search::gp
