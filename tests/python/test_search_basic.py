@@ -82,6 +82,13 @@ def test_grid_study_enumerates_and_exhausts():
         if len(batch) < 4:
             break
     assert len(seen) == len(set(seen)) == 3 * 2 * 3
+    assert study.exhausted
+    with pytest.raises(kt.SearchExhausted, match="exhausted"):
+        study.ask()
+    # optimize stops early on an exhausted grid instead of failing or repeating.
+    small = kt.Study(kt.SearchSpace().add_int("k", 0, 4), searcher=kt.GridSearch())
+    small.optimize(lambda t: t.params["k"], n_trials=50)
+    assert len(small.trials) == 5
     assert study.best.params["n"] == 1 and study.best.params["lr"] == pytest.approx(0.1)
     assert kt.GridSearch().grid_size(s) == 18
     first = kt.GridSearch().enumerate(s)[:2]
