@@ -8,6 +8,8 @@
 #include <random>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "kubetune/core/error.hpp"
 
 namespace kubetune::sched::autoscale {
@@ -271,6 +273,108 @@ SimResult simulate(const Trace& trace, const SimConfig& cfg) {
   res.slo_violation_fraction = res.requests > 0 ? res.violating_requests / res.requests : 0.0;
   res.mean_ready = n ? static_cast<double>(ready_sum) / static_cast<double>(n) : 0.0;
   return res;
+}
+
+namespace {
+const char* policy_name(SimPolicy p) { return p == SimPolicy::kHpa ? "hpa" : p == SimPolicy::kSlo ? "slo" : "kpa"; }
+}  // namespace
+
+std::string sim_config_to_json(const SimConfig& c) {
+  using nlohmann::json;
+  json j{{"policy", policy_name(c.policy)},
+         {"service_time", c.service_time},
+         {"container_concurrency", c.container_concurrency},
+         {"pod_startup_delay", c.pod_startup_delay},
+         {"slo",
+          {{"latency", c.slo.latency},
+           {"quantile", c.slo.quantile},
+           {"on_response_time", c.slo.on_response_time},
+           {"max_utilization", c.slo.max_utilization}}},
+         {"initial_replicas", c.initial_replicas},
+         {"kpa", json::parse(c.kpa.to_json())},
+         {"kpa_revision", json::parse(c.kpa_revision.to_json())},
+         {"hpa", json::parse(c.hpa.to_json())},
+         {"hpa_controller",
+          {{"downscale_stabilization_window", c.hpa_controller.downscale_stabilization_window},
+           {"tolerance", c.hpa_controller.tolerance},
+           {"sync_period", c.hpa_controller.sync_period}}},
+         {"hpa_target_utilization", c.hpa_target_utilization},
+         {"hpa_metric_window", c.hpa_metric_window},
+         {"slo_interval", c.slo_interval},
+         {"slo_lookback", c.slo_lookback},
+         {"slo_headroom", c.slo_headroom},
+         {"slo_min_replicas", c.slo_min_replicas},
+         {"max_replicas", c.max_replicas}};
+  return j.dump();
+}
+
+SimConfig sim_config_from_json(const std::string& text) {
+  using nlohmann::json;
+  SimConfig c;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    KT_THROW(InvalidArgument, "SimConfig JSON: ", e.what());
+  }
+  KT_CHECK(j.is_object(), InvalidArgument, "SimConfig JSON must be an object");
+  const json known = json::parse(sim_config_to_json(c));
+  for (auto it = j.begin(); it != j.end(); ++it)
+    KT_CHECK(known.contains(it.key()), InvalidArgument, "SimConfig JSON: unknown key '", it.key(), "'");
+  try {
+    if (j.contains("policy")) {
+      const std::string p = j.at("policy").get<std::string>();
+      if (p == "kpa") c.policy = SimPolicy::kKpa;
+      else if (p == "hpa") c.policy = SimPolicy::kHpa;
+      else if (p == "slo") c.policy = SimPolicy::kSlo;
+      else KT_THROW(InvalidArgument, "policy = '", p, "' must be kpa, hpa or slo");
+    }
+#define KT_GET(name) if (j.contains(#name)) j.at(#name).get_to(c.name)
+    KT_GET(service_time); KT_GET(container_concurrency); KT_GET(pod_startup_delay); KT_GET(initial_replicas);
+    KT_GET(hpa_target_utilization); KT_GET(hpa_metric_window); KT_GET(slo_interval); KT_GET(slo_lookback);
+    KT_GET(slo_headroom); KT_GET(slo_min_replicas); KT_GET(max_replicas);
+#undef KT_GET
+    if (j.contains("slo")) {
+      const json& s = j.at("slo");
+      if (s.contains("latency")) s.at("latency").get_to(c.slo.latency);
+      if (s.contains("quantile")) s.at("quantile").get_to(c.slo.quantile);
+      if (s.contains("on_response_time")) s.at("on_response_time").get_to(c.slo.on_response_time);
+      if (s.contains("max_utilization")) s.at("max_utilization").get_to(c.slo.max_utilization);
+    }
+    if (j.contains("kpa")) c.kpa = KpaConfig::from_json(j.at("kpa").dump());
+    if (j.contains("kpa_revision")) c.kpa_revision = KpaRevision::from_json(j.at("kpa_revision").dump());
+    if (j.contains("hpa")) c.hpa = HpaSpec::from_json(j.at("hpa").dump());
+    if (j.contains("hpa_controller")) {
+      const json& h = j.at("hpa_controller");
+      if (h.contains("downscale_stabilization_window"))
+        h.at("downscale_stabilization_window").get_to(c.hpa_controller.downscale_stabilization_window);
+      if (h.contains("tolerance")) h.at("tolerance").get_to(c.hpa_controller.tolerance);
+      if (h.contains("sync_period")) h.at("sync_period").get_to(c.hpa_controller.sync_period);
+    }
+  } catch (const json::exception& e) {
+    KT_THROW(InvalidArgument, "SimConfig JSON: ", e.what());
+  }
+  c.validate();
+  return c;
+}
+
+std::string sim_result_to_json(const SimResult& r) {
+  nlohmann::json j{{"time", r.time},
+                   {"rate", r.rate},
+                   {"desired", r.desired},
+                   {"ready", r.ready},
+                   {"provisioned", r.provisioned},
+                   {"in_flight", r.in_flight},
+                   {"violation_probability", r.violation_probability},
+                   {"cold_starts", r.cold_starts},
+                   {"cold_start_requests", r.cold_start_requests},
+                   {"requests", r.requests},
+                   {"violating_requests", r.violating_requests},
+                   {"slo_violation_fraction", r.slo_violation_fraction},
+                   {"pod_seconds", r.pod_seconds},
+                   {"mean_ready", r.mean_ready},
+                   {"scale_events", r.scale_events}};
+  return j.dump();
 }
 
 }  // namespace kubetune::sched::autoscale

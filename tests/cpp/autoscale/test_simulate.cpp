@@ -110,3 +110,18 @@ TEST(Simulate, HeadroomTradesPodSecondsForViolations) {
   EXPECT_EQ(c.pod_seconds, b.pod_seconds);
   EXPECT_EQ(c.violating_requests, b.violating_requests);
 }
+
+TEST(Simulate, ConfigJsonRoundTrip) {
+  SimConfig c;
+  c.policy = SimPolicy::kHpa;
+  c.slo.latency = 0.3;
+  c.kpa.stable_window = 30;
+  c.hpa.behavior = HpaBehavior{};
+  const SimConfig back = sim_config_from_json(sim_config_to_json(c));
+  EXPECT_EQ(sim_config_to_json(back), sim_config_to_json(c));
+  EXPECT_THROW(sim_config_from_json(R"({"policy": "vpa"})"), kubetune::InvalidArgument);
+  EXPECT_THROW(sim_config_from_json(R"({"bogus": 1})"), kubetune::InvalidArgument);
+  EXPECT_THROW(sim_config_from_json(R"({"kpa": {"stable_window": 1}})"), kubetune::InvalidArgument);
+  const SimResult r = simulate(trace_steps({{20, 5.0}}), back);
+  EXPECT_NE(sim_result_to_json(r).find("\"pod_seconds\""), std::string::npos);
+}

@@ -70,6 +70,13 @@ struct SimResult {
   std::int64_t scale_events = 0;
 };
 
+/// JSON forms (snake_case keys as the struct fields; "policy": "kpa" | "hpa" | "slo"; "kpa", "kpa_revision" and
+/// "hpa" take the JSON of KpaConfig, KpaRevision and HpaSpec). Unknown keys are an error.
+std::string sim_config_to_json(const SimConfig& config);
+SimConfig sim_config_from_json(const std::string& json);
+/// Summary and series of a run as JSON.
+std::string sim_result_to_json(const SimResult& result);
+
 /// Runs `trace` through the chosen autoscaler with explicit simulated time (no wall clock, deterministic).
 SimResult simulate(const Trace& trace, const SimConfig& config);
 

@@ -1,0 +1,176 @@
+// C API of the autoscale module: KPA fleet (batch decide), HPA controller, queueing, simulation.
+#include <optional>
+#include <vector>
+
+#include "c_api_internal.hpp"
+#include "kubetune/sched/autoscale/hpa.hpp"
+#include "kubetune/sched/autoscale/kpa.hpp"
+#include "kubetune/sched/autoscale/queueing.hpp"
+#include "kubetune/sched/autoscale/simulate.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace as = kubetune::sched::autoscale;
+
+struct kt_kpa_fleet {
+  std::vector<as::KpaDecider> deciders;
+  std::vector<as::ScaleResult> out;
+};
+
+struct kt_hpa {
+  as::HpaController controller;
+};
+
+namespace {
+const char* or_empty(const char* s) { return s ? s : "{}"; }
+}  // namespace
+
+extern "C" {
+
+KT_API int kt_kpa_config_normalize(const char* config_json, char** out_json, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out_json, InvalidArgument, "out_json must not be NULL");
+  *out_json = kubetune::capi::dup_string(as::KpaConfig::from_json(or_empty(config_json)).to_json());
+  KT_API_END(err_out)
+}
+
+KT_API int kt_kpa_fleet_create(const char* config_json, const char* revision_json, size_t n,
+                               const int32_t* ready_pods_at_start, double now, kt_kpa_fleet** out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out, InvalidArgument, "out must not be NULL");
+  const as::DeciderSpec spec = as::make_decider_spec(as::KpaConfig::from_json(or_empty(config_json)),
+                                                     as::KpaRevision::from_json(or_empty(revision_json)));
+  auto* f = new kt_kpa_fleet;
+  try {
+    f->deciders.reserve(n);
+    for (size_t i = 0; i < n; ++i) f->deciders.emplace_back(spec, ready_pods_at_start ? ready_pods_at_start[i] : 0, now);
+    f->out.resize(n);
+  } catch (...) {
+    delete f;
+    throw;
+  }
+  *out = f;
+  KT_API_END(err_out)
+}
+
+KT_API void kt_kpa_fleet_free(kt_kpa_fleet* fleet) { delete fleet; }
+
+KT_API int kt_kpa_fleet_size(const kt_kpa_fleet* fleet, size_t* out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(fleet && out, InvalidArgument, "fleet and out must not be NULL");
+  *out = fleet->deciders.size();
+  KT_API_END(err_out)
+}
+
+KT_API int kt_kpa_fleet_decide(kt_kpa_fleet* fleet, double now, size_t n, const int32_t* ready_pods,
+                               const double* observed_stable, const double* observed_panic, int32_t* desired_out,
+                               int32_t* excess_burst_capacity_out, int32_t* num_activators_out,
+                               uint8_t* panicking_out, int threads, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(fleet, InvalidArgument, "fleet must not be NULL");
+  KT_CHECK(n == fleet->deciders.size(), InvalidArgument, "n = ", n, " must equal the fleet size ",
+           fleet->deciders.size());
+  as::kpa_decide_batch(fleet->deciders.data(), n, now, ready_pods, observed_stable, observed_panic, fleet->out.data(),
+                       threads);
+  for (size_t i = 0; i < n; ++i) {
+    const as::ScaleResult& r = fleet->out[i];
+    if (desired_out) desired_out[i] = r.desired_pod_count;
+    if (excess_burst_capacity_out) excess_burst_capacity_out[i] = r.excess_burst_capacity;
+    if (num_activators_out) num_activators_out[i] = r.num_activators;
+    if (panicking_out) panicking_out[i] = r.panicking ? 1 : 0;
+  }
+  KT_API_END(err_out)
+}
+
+KT_API int kt_kpa_scrape_sample_size(int32_t population, int32_t* out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out, InvalidArgument, "out must not be NULL");
+  *out = as::scrape_sample_size(population);
+  KT_API_END(err_out)
+}
+
+KT_API int kt_hpa_create(const char* spec_json, const char* controller_json, kt_hpa** out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out, InvalidArgument, "out must not be NULL");
+  const as::HpaSpec spec = as::HpaSpec::from_json(or_empty(spec_json));
+  as::HpaControllerConfig cc;
+  if (controller_json) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(controller_json);
+      if (j.contains("downscale_stabilization_window"))
+        j.at("downscale_stabilization_window").get_to(cc.downscale_stabilization_window);
+      if (j.contains("tolerance")) j.at("tolerance").get_to(cc.tolerance);
+      if (j.contains("sync_period")) j.at("sync_period").get_to(cc.sync_period);
+    } catch (const nlohmann::json::exception& e) {
+      KT_THROW(InvalidArgument, "controller JSON: ", e.what());
+    }
+  }
+  *out = new kt_hpa{as::HpaController(spec, cc)};
+  KT_API_END(err_out)
+}
+
+KT_API void kt_hpa_free(kt_hpa* hpa) { delete hpa; }
+
+KT_API int kt_hpa_reconcile(kt_hpa* hpa, double now, int32_t current_replicas, size_t n_metrics,
+                            const int32_t* proposals, const uint8_t* valid, int32_t* desired_out, int* rescale_out,
+                            char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(hpa && desired_out, InvalidArgument, "hpa and desired_out must not be NULL");
+  KT_CHECK(n_metrics == 0 || proposals, InvalidArgument, "proposals must not be NULL");
+  std::vector<std::optional<int32_t>> p(n_metrics);
+  for (size_t i = 0; i < n_metrics; ++i)
+    if (!valid || valid[i]) p[i] = proposals[i];
+  const as::HpaDecision d = hpa->controller.reconcile(now, current_replicas, p);
+  *desired_out = d.desired_replicas;
+  if (rescale_out) *rescale_out = d.rescale ? 1 : 0;
+  KT_API_END(err_out)
+}
+
+KT_API int kt_erlang_b(int64_t servers, double load, double* out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out, InvalidArgument, "out must not be NULL");
+  *out = as::erlang_b(servers, load);
+  KT_API_END(err_out)
+}
+
+KT_API int kt_erlang_c(int64_t servers, double load, double* out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out, InvalidArgument, "out must not be NULL");
+  *out = as::erlang_c(servers, load);
+  KT_API_END(err_out)
+}
+
+KT_API int kt_prob_wait_exceeds(int64_t servers, double load, double service_time, double t, double* out,
+                                char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out, InvalidArgument, "out must not be NULL");
+  *out = as::prob_wait_exceeds(servers, load, service_time, t);
+  KT_API_END(err_out)
+}
+
+KT_API int kt_min_replicas_for_slo(double arrival_rate, double service_time, int32_t concurrency, double latency_s,
+                                   double quantile, int on_response_time, int64_t* out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out, InvalidArgument, "out must not be NULL");
+  as::LatencySlo slo;
+  slo.latency = latency_s;
+  slo.quantile = quantile;
+  slo.on_response_time = on_response_time != 0;
+  *out = as::min_replicas_for_slo(arrival_rate, service_time, concurrency, slo);
+  KT_API_END(err_out)
+}
+
+KT_API int kt_autoscale_simulate(const char* config_json, const double* rates, size_t n, double dt,
+                                 char** result_json, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(result_json, InvalidArgument, "result_json must not be NULL");
+  KT_CHECK(n == 0 || rates, InvalidArgument, "rates must not be NULL");
+  as::Trace t;
+  t.dt = dt;
+  t.rate.assign(rates, rates + n);
+  *result_json = kubetune::capi::dup_string(as::sim_result_to_json(as::simulate(t, as::sim_config_from_json(or_empty(config_json)))));
+  KT_API_END(err_out)
+}
+
+}  // extern "C"
