@@ -1,0 +1,104 @@
+// Thread-safe allocator: place / release / gang / snapshot / restore over a cluster, with an incremental index.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kubetune/sched/gpu/cluster.hpp"
+#include "kubetune/sched/gpu/policy.hpp"
+#include "kubetune/sched/gpu/request.hpp"
+
+namespace kubetune::sched::gpu {
+
+struct AllocatorOptions {
+  /// Use the per-shape max-index (decisions cost O(changes since the shape was last seen · log N) instead of a
+  /// scan). Ignored when the policy uses Kubernetes semantics (random ties need a scan).
+  bool indexed = true;
+  std::uint64_t seed = 0;    // random tie-breaking under Kubernetes semantics
+  int max_shapes = 128;      // index entries kept (least recently used evicted)
+};
+
+/// How gang members should be laid out.
+enum class GangPreference { kNone, kPack, kSpread };
+GangPreference parse_gang_preference(const std::string& s);
+
+/// A copy of the allocator's mutable state.
+struct Snapshot {
+  std::vector<NodeState> nodes;
+  std::map<std::uint64_t, Placement> placements;
+  std::uint64_t next_id = 1;
+};
+
+struct AllocatorStats {
+  std::int64_t gpu_milli_capacity = 0;
+  std::int64_t gpu_milli_allocated = 0;
+  std::int64_t cpu_milli_allocated = 0;
+  std::int64_t placements = 0;
+  std::int64_t fully_free_gpus = 0;
+  double fragmentation_milli = 0.0;  // FGD cluster fragmentation (needs typical pods; else 0)
+  double fragmentation_ratio = 0.0;  // fragmentation / free GPU milli
+};
+
+class Allocator {
+ public:
+  Allocator(Cluster cluster, std::shared_ptr<const Policy> policy, AllocatorOptions opt = {});
+  ~Allocator();
+
+  const Cluster& cluster() const noexcept { return cluster_; }
+  std::string policy_name() const { return policy_->name(); }
+
+  /// Places one request (validated); nullopt when no node can host it. Never over-commits.
+  std::optional<Placement> place(const Request& r);
+  /// Places on a given node (the extender's bind); nullopt when it does not fit there.
+  std::optional<Placement> place_on(const Request& r, int node);
+  /// All-or-nothing: either every member is placed or none is (state unchanged).
+  std::optional<std::vector<Placement>> place_gang(const std::vector<Request>& members,
+                                                   GangPreference pref = GangPreference::kPack);
+  /// Frees a placement; throws NotFound for an unknown id.
+  void release(std::uint64_t id);
+  /// Frees by pod name; returns false when unknown.
+  bool release_by_name(const std::string& name);
+
+  /// Nodes (indices) that can host r now; `reasons` (optional) gets a reason per rejected node.
+  std::vector<int> feasible_nodes(const Request& r, const std::vector<int>& candidates,
+                                  std::vector<std::string>* reasons = nullptr) const;
+  /// Policy score of node for r (nullopt if infeasible).
+  std::optional<double> score(const Request& r, int node) const;
+
+  Snapshot snapshot() const;
+  void restore(const Snapshot& s);
+  NodeState node_state(int node) const;
+  std::optional<Placement> placement(std::uint64_t id) const;
+  std::optional<Placement> placement_by_name(const std::string& name) const;
+  AllocatorStats stats(const std::vector<TypicalPod>& typical = {}) const;
+  /// Recomputes every node's usage from the placements and compares; throws StateError on any mismatch
+  /// or over-commit.
+  void check_invariants() const;
+
+ private:
+  struct Index;
+  std::optional<Placement> place_locked(const PreparedRequest& pr, int only_node, const std::vector<int>* prefer);
+  int choose_node(const PreparedRequest& pr, Choice& ch);
+  void apply(Placement& p, const PreparedRequest& pr);
+  void unapply(const Placement& p);
+  void touch(int node);
+
+  Cluster cluster_;
+  std::shared_ptr<const Policy> policy_;
+  AllocatorOptions opt_;
+  mutable std::shared_mutex mu_;
+  std::vector<NodeState> state_;
+  std::map<std::uint64_t, Placement> placements_;
+  std::unordered_map<std::string, std::uint64_t> by_name_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t rng_state_ = 0;
+  std::unique_ptr<Index> index_;
+};
+
+}  // namespace kubetune::sched::gpu

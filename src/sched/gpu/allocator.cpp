@@ -1,0 +1,486 @@
+// Allocator: state, place/release/gang/snapshot, invariants and the per-shape incremental max-index.
+#include "kubetune/sched/gpu/allocator.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+#include <set>
+
+#include "kubetune/core/error.hpp"
+
+namespace kubetune::sched::gpu {
+
+namespace {
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+std::uint64_t splitmix(std::uint64_t& s) {
+  std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+GangPreference parse_gang_preference(const std::string& s) {
+  if (s == "none" || s.empty()) return GangPreference::kNone;
+  if (s == "pack") return GangPreference::kPack;
+  if (s == "spread") return GangPreference::kSpread;
+  KT_THROW(InvalidArgument, "gang preference '", s, "' is not one of none, pack, spread");
+}
+
+// ---------------------------------------------------------------- index
+/// One max segment tree of policy scores per request shape, refreshed lazily from a log of changed nodes:
+/// a decision costs O((#nodes changed since this shape was last asked) x score + log N), not a scan.
+struct Allocator::Index {
+  struct Shape {
+    PreparedRequest pr;
+    std::vector<double> tree;  // 2 * size; leaves at [size, size + n)
+    std::size_t log_pos = 0;   // absolute log position already applied
+    std::uint64_t last_use = 0;
+  };
+  int n = 0;
+  std::size_t size = 1;
+  std::vector<int> log;
+  std::size_t log_base = 0;
+  std::unordered_map<std::string, std::unique_ptr<Shape>> shapes;
+  std::uint64_t clock = 0;
+
+  explicit Index(int nodes) : n(nodes) {
+    while (size < static_cast<std::size_t>(std::max(1, n))) size <<= 1;
+  }
+  void clear() {
+    shapes.clear();
+    log.clear();
+    log_base = 0;
+  }
+  void set_leaf(Shape& s, int i, double v) {
+    std::size_t p = size + static_cast<std::size_t>(i);
+    s.tree[p] = v;
+    for (p >>= 1; p >= 1; p >>= 1) s.tree[p] = std::max(s.tree[2 * p], s.tree[2 * p + 1]);
+  }
+  /// Leftmost leaf holding the maximum; -1 when all are -inf.
+  int argmax(const Shape& s) const {
+    if (s.tree[1] == kNegInf) return -1;
+    std::size_t p = 1;
+    while (p < size) p = (s.tree[2 * p] == s.tree[p]) ? 2 * p : 2 * p + 1;
+    return static_cast<int>(p - size);
+  }
+};
+
+Allocator::Allocator(Cluster cluster, std::shared_ptr<const Policy> policy, AllocatorOptions opt)
+    : cluster_(std::move(cluster)), policy_(std::move(policy)), opt_(opt) {
+  KT_CHECK(policy_ != nullptr, InvalidArgument, "allocator policy must not be null");
+  KT_CHECK(opt_.max_shapes >= 1, InvalidArgument, "max_shapes = ", opt_.max_shapes, " must be >= 1");
+  rng_state_ = opt_.seed * 0x2545F4914F6CDD1DULL + 1;
+  state_.resize(static_cast<std::size_t>(cluster_.num_nodes()));
+  for (int i = 0; i < cluster_.num_nodes(); ++i) {
+    const NodeSpec& s = cluster_.node(i);
+    NodeState& st = state_[static_cast<std::size_t>(i)];
+    st.cpu_free = s.cpu_milli;
+    st.memory_free = s.memory_mib;
+    st.gpus.assign(static_cast<std::size_t>(s.num_gpus), GpuState{kMilli, s.gpu_memory_mib, MigState{}});
+  }
+  index_ = std::make_unique<Index>(cluster_.num_nodes());
+}
+
+Allocator::~Allocator() = default;
+
+void Allocator::touch(int node) {
+  Index& ix = *index_;
+  if (ix.shapes.empty()) return;
+  ix.log.push_back(node);
+  const std::size_t cap = std::max<std::size_t>(1 << 16, 4 * static_cast<std::size_t>(ix.n));
+  if (ix.log.size() > cap) {  // compaction: shapes that fall behind are rebuilt when next asked
+    const std::size_t drop = ix.log.size() / 2;
+    ix.log.erase(ix.log.begin(), ix.log.begin() + static_cast<std::ptrdiff_t>(drop));
+    ix.log_base += drop;
+  }
+}
+
+int Allocator::choose_node(const PreparedRequest& pr, Choice& ch) {
+  const int n = cluster_.num_nodes();
+  if (!opt_.indexed || policy_->kube_semantics()) {
+    int best = -1, ties = 0;
+    double best_score = kNegInf;
+    Choice tmp;
+    for (int i = 0; i < n; ++i) {
+      if (!policy_->evaluate(cluster_, i, state_[static_cast<std::size_t>(i)], pr, tmp)) continue;
+      if (best < 0 || tmp.score > best_score) {
+        best = i;
+        best_score = tmp.score;
+        ties = 1;
+        ch = tmp;
+      } else if (tmp.score == best_score && policy_->kube_semantics()) {
+        // Kubernetes selectHost: uniform choice among the top scores (reservoir sampling).
+        ++ties;
+        if (splitmix(rng_state_) % static_cast<std::uint64_t>(ties) == 0) {
+          best = i;
+          ch = tmp;
+        }
+      }
+    }
+    return best;
+  }
+  Index& ix = *index_;
+  auto it = ix.shapes.find(pr.key);
+  Index::Shape* s = nullptr;
+  const std::size_t log_end = ix.log_base + ix.log.size();
+  Choice tmp;
+  auto rebuild = [&](Index::Shape& sh) {
+    sh.tree.assign(2 * ix.size, kNegInf);
+    for (int i = 0; i < n; ++i)
+      sh.tree[ix.size + static_cast<std::size_t>(i)] =
+          policy_->evaluate(cluster_, i, state_[static_cast<std::size_t>(i)], pr, tmp) ? tmp.score : kNegInf;
+    for (std::size_t p = ix.size - 1; p >= 1; --p) sh.tree[p] = std::max(sh.tree[2 * p], sh.tree[2 * p + 1]);
+    sh.log_pos = log_end;
+  };
+  if (it == ix.shapes.end()) {
+    if (static_cast<int>(ix.shapes.size()) >= opt_.max_shapes) {
+      auto victim = ix.shapes.begin();
+      for (auto jt = ix.shapes.begin(); jt != ix.shapes.end(); ++jt)
+        if (jt->second->last_use < victim->second->last_use) victim = jt;
+      ix.shapes.erase(victim);
+    }
+    auto sh = std::make_unique<Index::Shape>();
+    sh->pr = pr;
+    s = sh.get();
+    ix.shapes.emplace(pr.key, std::move(sh));
+    rebuild(*s);
+  } else {
+    s = it->second.get();
+    if (s->log_pos < ix.log_base || log_end - s->log_pos > static_cast<std::size_t>(n)) {
+      rebuild(*s);
+    } else {
+      for (std::size_t p = s->log_pos; p < log_end; ++p) {
+        const int i = ix.log[p - ix.log_base];
+        ix.set_leaf(*s, i,
+                    policy_->evaluate(cluster_, i, state_[static_cast<std::size_t>(i)], pr, tmp) ? tmp.score : kNegInf);
+      }
+      s->log_pos = log_end;
+    }
+  }
+  s->last_use = ++ix.clock;
+  const int best = ix.argmax(*s);
+  if (best >= 0 && !policy_->evaluate(cluster_, best, state_[static_cast<std::size_t>(best)], pr, ch))
+    KT_THROW(StateError, "index out of date for node ", best);  // cannot happen: every change is logged
+  return best;
+}
+
+void Allocator::apply(Placement& p, const PreparedRequest& pr) {
+  NodeState& st = state_[static_cast<std::size_t>(p.node)];
+  const NodeSpec& spec = cluster_.node(p.node);
+  const Request& r = pr.req;
+  p.cpu_milli = r.cpu_milli;
+  p.memory_mib = r.memory_mib;
+  p.name = r.name;
+  p.gang = r.gang;
+  p.mig_profile = r.mig_profile;
+  KT_CHECK(st.cpu_free >= r.cpu_milli && st.memory_free >= r.memory_mib, StateError, "over-commit on node ",
+           spec.name);
+  if (pr.mig) {
+    for (int g : p.gpus) st.gpus[static_cast<std::size_t>(g)].mig.place(*pr.mig, p.mig_start);
+  } else if (r.gpu_count > 0) {
+    if (r.gpu_memory_mib > 0) {
+      p.gpu_milli = r.compute_milli;
+      p.gpu_memory_mib = r.gpu_memory_mib;
+    } else if (r.gpu_milli >= kMilli) {
+      p.gpu_milli = kMilli;
+      p.gpu_memory_mib = spec.gpu_memory_mib;
+    } else {
+      p.gpu_milli = r.gpu_milli;
+      p.gpu_memory_mib = spec.gpu_memory_mib > 0 ? static_cast<std::int64_t>(r.gpu_milli) * spec.gpu_memory_mib / kMilli : 0;
+    }
+    for (int g : p.gpus) {
+      GpuState& gs = st.gpus[static_cast<std::size_t>(g)];
+      KT_CHECK(gs.milli_free >= p.gpu_milli && gs.memory_free >= p.gpu_memory_mib, StateError, "over-commit of GPU ",
+               g, " on node ", spec.name);
+    }
+    for (int g : p.gpus) {
+      GpuState& gs = st.gpus[static_cast<std::size_t>(g)];
+      gs.milli_free -= p.gpu_milli;
+      gs.memory_free -= p.gpu_memory_mib;
+    }
+  }
+  st.cpu_free -= r.cpu_milli;
+  st.memory_free -= r.memory_mib;
+  touch(p.node);
+}
+
+void Allocator::unapply(const Placement& p) {
+  NodeState& st = state_[static_cast<std::size_t>(p.node)];
+  st.cpu_free += p.cpu_milli;
+  st.memory_free += p.memory_mib;
+  if (!p.mig_profile.empty()) {
+    const MigProfile& prof = mig_profile(p.mig_profile);
+    for (int g : p.gpus) st.gpus[static_cast<std::size_t>(g)].mig.release(prof, p.mig_start);
+  } else {
+    for (int g : p.gpus) {
+      GpuState& gs = st.gpus[static_cast<std::size_t>(g)];
+      gs.milli_free += p.gpu_milli;
+      gs.memory_free += p.gpu_memory_mib;
+    }
+  }
+  touch(p.node);
+}
+
+std::optional<Placement> Allocator::place_locked(const PreparedRequest& pr, int only_node,
+                                                 const std::vector<int>* prefer) {
+  Choice ch;
+  int node = -1;
+  if (only_node >= 0) {
+    if (policy_->evaluate(cluster_, only_node, state_[static_cast<std::size_t>(only_node)], pr, ch)) node = only_node;
+  } else if (prefer && !prefer->empty()) {
+    double best = kNegInf;
+    Choice tmp;
+    for (int i : *prefer) {
+      if (policy_->evaluate(cluster_, i, state_[static_cast<std::size_t>(i)], pr, tmp) && (node < 0 || tmp.score > best)) {
+        node = i;
+        best = tmp.score;
+        ch = tmp;
+      }
+    }
+    if (node < 0) node = choose_node(pr, ch);
+  } else {
+    node = choose_node(pr, ch);
+  }
+  if (node < 0) return std::nullopt;
+  Placement p;
+  p.id = next_id_++;
+  p.node = node;
+  p.gpus = ch.gpus;
+  p.mig_start = ch.mig_start;
+  apply(p, pr);
+  placements_.emplace(p.id, p);
+  if (!p.name.empty()) by_name_[p.name] = p.id;
+  return p;
+}
+
+std::optional<Placement> Allocator::place(const Request& r) {
+  PreparedRequest pr = prepare(cluster_, r);
+  std::unique_lock lock(mu_);
+  return place_locked(pr, -1, nullptr);
+}
+
+std::optional<Placement> Allocator::place_on(const Request& r, int node) {
+  KT_CHECK(node >= 0 && node < cluster_.num_nodes(), NotFound, "node index ", node, " out of range");
+  PreparedRequest pr = prepare(cluster_, r);
+  std::unique_lock lock(mu_);
+  return place_locked(pr, node, nullptr);
+}
+
+std::optional<std::vector<Placement>> Allocator::place_gang(const std::vector<Request>& members, GangPreference pref) {
+  std::vector<PreparedRequest> prs;
+  prs.reserve(members.size());
+  for (const Request& r : members) prs.push_back(prepare(cluster_, r));
+  std::unique_lock lock(mu_);
+  std::vector<Placement> done;
+  std::vector<int> used;
+  for (const PreparedRequest& pr : prs) {
+    std::optional<Placement> p;
+    if (pref == GangPreference::kPack) {
+      p = place_locked(pr, -1, &used);
+    } else if (pref == GangPreference::kSpread && !used.empty()) {
+      // Best-scoring node not yet used by the gang; any node when none is left.
+      Choice tmp, ch;
+      int node = -1;
+      double best = kNegInf;
+      for (int i = 0; i < cluster_.num_nodes(); ++i) {
+        if (std::find(used.begin(), used.end(), i) != used.end()) continue;
+        if (policy_->evaluate(cluster_, i, state_[static_cast<std::size_t>(i)], pr, tmp) && (node < 0 || tmp.score > best)) {
+          node = i;
+          best = tmp.score;
+        }
+      }
+      p = place_locked(pr, node, nullptr);
+      if (!p && node < 0) p = place_locked(pr, -1, nullptr);
+    } else {
+      p = place_locked(pr, -1, nullptr);
+    }
+    if (!p) {  // roll back: all or nothing
+      for (auto it = done.rbegin(); it != done.rend(); ++it) {
+        unapply(*it);
+        placements_.erase(it->id);
+        if (!it->name.empty()) by_name_.erase(it->name);
+      }
+      return std::nullopt;
+    }
+    if (std::find(used.begin(), used.end(), p->node) == used.end()) used.push_back(p->node);
+    done.push_back(*p);
+  }
+  return done;
+}
+
+void Allocator::release(std::uint64_t id) {
+  std::unique_lock lock(mu_);
+  auto it = placements_.find(id);
+  KT_CHECK(it != placements_.end(), NotFound, "placement id ", id, " is unknown");
+  unapply(it->second);
+  if (!it->second.name.empty()) {
+    auto jt = by_name_.find(it->second.name);
+    if (jt != by_name_.end() && jt->second == id) by_name_.erase(jt);
+  }
+  placements_.erase(it);
+}
+
+bool Allocator::release_by_name(const std::string& name) {
+  std::uint64_t id = 0;
+  {
+    std::shared_lock lock(mu_);
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) return false;
+    id = it->second;
+  }
+  try {
+    release(id);
+  } catch (const NotFound&) {
+    return false;
+  }
+  return true;
+}
+
+std::vector<int> Allocator::feasible_nodes(const Request& r, const std::vector<int>& candidates,
+                                           std::vector<std::string>* reasons) const {
+  PreparedRequest pr = prepare(cluster_, r);
+  std::shared_lock lock(mu_);
+  std::vector<int> out;
+  Choice ch;
+  for (int i : candidates) {
+    KT_CHECK(i >= 0 && i < cluster_.num_nodes(), NotFound, "node index ", i, " out of range");
+    const NodeState& st = state_[static_cast<std::size_t>(i)];
+    if (policy_->evaluate(cluster_, i, st, pr, ch)) {
+      out.push_back(i);
+    } else if (reasons) {
+      std::string why;
+      if (st.cpu_free < pr.req.cpu_milli) why = "insufficient cpu";
+      else if (st.memory_free < pr.req.memory_mib) why = "insufficient memory";
+      else if (pr.req.gpu_count > 0 && cluster_.node(i).num_gpus == 0) why = "no GPU on node";
+      else if (pr.model_mask && !((pr.model_mask >> std::max(0, cluster_.node_model_id(i))) & 1u)) why = "GPU model not allowed";
+      else why = "insufficient GPU resources";
+      reasons->push_back(cluster_.node(i).name + ": " + why);
+    }
+  }
+  return out;
+}
+
+std::optional<double> Allocator::score(const Request& r, int node) const {
+  KT_CHECK(node >= 0 && node < cluster_.num_nodes(), NotFound, "node index ", node, " out of range");
+  PreparedRequest pr = prepare(cluster_, r);
+  std::shared_lock lock(mu_);
+  Choice ch;
+  if (!policy_->evaluate(cluster_, node, state_[static_cast<std::size_t>(node)], pr, ch)) return std::nullopt;
+  return ch.score;
+}
+
+Snapshot Allocator::snapshot() const {
+  std::shared_lock lock(mu_);
+  return Snapshot{state_, placements_, next_id_};
+}
+
+void Allocator::restore(const Snapshot& s) {
+  KT_CHECK(s.nodes.size() == state_.size(), InvalidArgument, "snapshot has ", s.nodes.size(),
+           " nodes but the cluster has ", state_.size());
+  std::unique_lock lock(mu_);
+  state_ = s.nodes;
+  placements_ = s.placements;
+  next_id_ = s.next_id;
+  by_name_.clear();
+  for (const auto& [id, p] : placements_)
+    if (!p.name.empty()) by_name_[p.name] = id;
+  index_->clear();
+}
+
+NodeState Allocator::node_state(int node) const {
+  KT_CHECK(node >= 0 && node < cluster_.num_nodes(), NotFound, "node index ", node, " out of range");
+  std::shared_lock lock(mu_);
+  return state_[static_cast<std::size_t>(node)];
+}
+
+std::optional<Placement> Allocator::placement(std::uint64_t id) const {
+  std::shared_lock lock(mu_);
+  auto it = placements_.find(id);
+  if (it == placements_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<Placement> Allocator::placement_by_name(const std::string& name) const {
+  std::shared_lock lock(mu_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return placements_.at(it->second);
+}
+
+AllocatorStats Allocator::stats(const std::vector<TypicalPod>& typical) const {
+  std::shared_lock lock(mu_);
+  AllocatorStats s;
+  s.placements = static_cast<std::int64_t>(placements_.size());
+  double free_total = 0;
+  for (int i = 0; i < cluster_.num_nodes(); ++i) {
+    const NodeSpec& spec = cluster_.node(i);
+    const NodeState& st = state_[static_cast<std::size_t>(i)];
+    s.gpu_milli_capacity += static_cast<std::int64_t>(spec.num_gpus) * kMilli;
+    s.cpu_milli_allocated += spec.cpu_milli - st.cpu_free;
+    if (spec.mig) {
+      for (const GpuState& g : st.gpus) {
+        s.gpu_milli_allocated += static_cast<std::int64_t>(g.mig.compute_used) * kMilli / kMigComputeSlices;
+        s.fully_free_gpus += g.mig.empty();
+      }
+      continue;
+    }
+    const std::int64_t f = node_gpu_milli_free(spec, st);
+    free_total += static_cast<double>(f);
+    s.gpu_milli_allocated += static_cast<std::int64_t>(spec.num_gpus) * kMilli - f;
+    for (const GpuState& g : st.gpus) s.fully_free_gpus += gpu_share_free(g, spec.gpu_memory_mib) == kMilli;
+    if (!typical.empty()) s.fragmentation_milli += node_fragmentation(spec, cluster_.node_model_id(i), st, typical);
+  }
+  s.fragmentation_ratio = free_total > 0 ? s.fragmentation_milli / free_total : 0.0;
+  return s;
+}
+
+void Allocator::check_invariants() const {
+  std::shared_lock lock(mu_);
+  const int n = cluster_.num_nodes();
+  std::vector<NodeState> expect(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const NodeSpec& s = cluster_.node(i);
+    NodeState& st = expect[static_cast<std::size_t>(i)];
+    st.cpu_free = s.cpu_milli;
+    st.memory_free = s.memory_mib;
+    st.gpus.assign(static_cast<std::size_t>(s.num_gpus), GpuState{kMilli, s.gpu_memory_mib, MigState{}});
+  }
+  for (const auto& [id, p] : placements_) {
+    KT_CHECK(p.node >= 0 && p.node < n, StateError, "placement ", id, " on bad node ", p.node);
+    NodeState& st = expect[static_cast<std::size_t>(p.node)];
+    st.cpu_free -= p.cpu_milli;
+    st.memory_free -= p.memory_mib;
+    std::set<int> seen;
+    for (int g : p.gpus) {
+      KT_CHECK(g >= 0 && g < static_cast<int>(st.gpus.size()) && seen.insert(g).second, StateError, "placement ", id,
+               " has bad GPU list");
+      GpuState& gs = st.gpus[static_cast<std::size_t>(g)];
+      if (!p.mig_profile.empty()) {
+        gs.mig.place(mig_profile(p.mig_profile), p.mig_start);  // throws StateError on overlap
+      } else {
+        gs.milli_free -= p.gpu_milli;
+        gs.memory_free -= p.gpu_memory_mib;
+      }
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const NodeState& a = expect[static_cast<std::size_t>(i)];
+    const NodeState& b = state_[static_cast<std::size_t>(i)];
+    const std::string& nm = cluster_.node(i).name;
+    KT_CHECK(a.cpu_free >= 0 && a.memory_free >= 0, StateError, "node ", nm, " over-committed on CPU or memory");
+    KT_CHECK(a.cpu_free == b.cpu_free && a.memory_free == b.memory_free, StateError, "node ", nm,
+             " CPU/memory accounting mismatch");
+    for (std::size_t g = 0; g < a.gpus.size(); ++g) {
+      const GpuState& x = a.gpus[g];
+      const GpuState& y = b.gpus[g];
+      KT_CHECK(x.milli_free >= 0 && x.memory_free >= 0, StateError, "node ", nm, " GPU ", g, " over-committed");
+      KT_CHECK(x.milli_free == y.milli_free && x.memory_free == y.memory_free && x.mig.used_mask == y.mig.used_mask &&
+                   x.mig.compute_used == y.mig.compute_used,
+               StateError, "node ", nm, " GPU ", g, " accounting mismatch");
+    }
+  }
+}
+
+}  // namespace kubetune::sched::gpu
