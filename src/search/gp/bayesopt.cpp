@@ -1,4 +1,7 @@
 // GP Bayesian-optimisation searcher: encoding, hyperparameter fit, acquisition maximisation, fantasies.
+// Our loops are parallel over candidates; Eigen's own OpenMP GEMM threads would oversubscribe (and are slow
+// on shared cores), so this translation unit uses single-threaded Eigen products.
+#define EIGEN_DONT_PARALLELIZE
 #include "kubetune/search/gp/bayesopt.hpp"
 
 #include <algorithm>
@@ -347,6 +350,8 @@ GPSearcher::GPSearcher(GPConfig c) : cfg_(c) {
            " must be >= 0");
   KT_CHECK(cfg_.max_enumeration >= 1, InvalidArgument, "max_enumeration = ", cfg_.max_enumeration,
            " must be >= 1");
+  KT_CHECK(cfg_.max_fit_points >= 0, InvalidArgument, "max_fit_points = ", cfg_.max_fit_points,
+           " must be >= 0 (0 = no cap)");
   KT_CHECK(std::isfinite(cfg_.xi) && cfg_.xi >= 0, InvalidArgument, "xi = ", cfg_.xi, " must be >= 0");
   KT_CHECK(std::isfinite(cfg_.kappa) && cfg_.kappa >= 0, InvalidArgument, "kappa = ", cfg_.kappa,
            " must be >= 0");
@@ -372,6 +377,7 @@ GPConfig GPSearcher::config_from_json(const nlohmann::json& j) {
     else if (k == "deterministic" || k == "deterministic_objective") c.deterministic = get_bool(v, k);
     else if (k == "fantasy") c.fantasy = fantasy_from_string(get_string(v, k));
     else if (k == "max_enumeration") c.max_enumeration = static_cast<int>(get_int(v, k));
+    else if (k == "max_fit_points") c.max_fit_points = static_cast<int>(get_int(v, k));
     else if (k == "threads" || k == "n_threads") c.threads = static_cast<int>(get_int(v, k));
     else if (k == "random_state") {
       if (v.is_null()) c.random_state.reset();
@@ -418,6 +424,7 @@ nlohmann::json GPSearcher::config() const {
                       {"deterministic", cfg_.deterministic},
                       {"fantasy", to_string(cfg_.fantasy)},
                       {"max_enumeration", cfg_.max_enumeration},
+                      {"max_fit_points", cfg_.max_fit_points},
                       {"threads", cfg_.threads}};
   if (cfg_.random_state) j["random_state"] = *cfg_.random_state;
   return j;
@@ -496,11 +503,42 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
     if (ok) {
       gp.set_params(theta);
       fo.use_warm_start = true;
-      fo.n_restarts = 0;  // warm start + default start; random restarts only on a cold fit
+      // Warm start alone; every 5th fit (by history size, so still a function of the history) also tries
+      // the default start, so a poor local optimum is not kept forever. Random restarts only when cold.
+      fo.n_restarts = 0;
+      fo.use_default_start = done.size() % 5 == 0;
     }
   }
-  gp.set_data(X, y);
-  gp.fit_hyperparameters(fo, rng);
+  const std::size_t cap = static_cast<std::size_t>(cfg_.max_fit_points);
+  if (cap > 0 && done.size() > cap) {
+    // Hyperparameters from a subset (the best half and the most recent others), posterior from all points.
+    std::vector<std::size_t> by_loss(done.size());
+    std::iota(by_loss.begin(), by_loss.end(), std::size_t{0});
+    std::stable_sort(by_loss.begin(), by_loss.end(), [&](std::size_t a, std::size_t b) { return losses[a] < losses[b]; });
+    std::vector<bool> take(done.size(), false);
+    for (std::size_t k = 0; k < cap / 2; ++k) take[by_loss[k]] = true;
+    std::size_t count = cap / 2;
+    for (std::size_t k = done.size(); k-- > 0 && count < cap;)
+      if (!take[k]) take[k] = true, ++count;
+    Eigen::MatrixXd Xs(enc.D, static_cast<Eigen::Index>(cap));
+    Eigen::VectorXd ys(static_cast<Eigen::Index>(cap));
+    Eigen::Index c = 0;
+    for (std::size_t k = 0; k < done.size(); ++k)
+      if (take[k]) {
+        Xs.col(c) = X.col(static_cast<Eigen::Index>(k));
+        ys[c++] = y[static_cast<Eigen::Index>(k)];
+      }
+    gp.set_data(Xs, ys);
+    gp.fit_hyperparameters(fo, rng);
+    // The mean is in standardised units of the subset; carry it over in original units.
+    const double mean_orig = gp.mean() * gp.y_std() + gp.y_mean();
+    gp.set_data(X, y, false);
+    gp.set_mean((mean_orig - gp.y_mean()) / gp.y_std());
+    gp.refit();
+  } else {
+    gp.set_data(X, y);
+    gp.fit_hyperparameters(fo, rng);
+  }
   const Eigen::VectorXd theta = gp.params();
 
   // Local-search centres: the best few observed points.

@@ -1,4 +1,7 @@
 // GP regression: standardisation, jittered Cholesky, rank-1 updates, batched posterior, ML-II fitting.
+// Our loops are parallel over candidates; Eigen's own OpenMP GEMM threads would oversubscribe (and are slow
+// on shared cores), so this translation unit uses single-threaded Eigen products.
+#define EIGEN_DONT_PARALLELIZE
 #include "kubetune/search/gp/gp.hpp"
 
 #include <algorithm>
@@ -49,7 +52,7 @@ void GaussianProcess::set_params(const Eigen::VectorXd& theta) {
   mean_ = theta[kernel_.n_params() + 1];
 }
 
-void GaussianProcess::set_data(const Eigen::MatrixXd& X, const Eigen::VectorXd& y) {
+void GaussianProcess::set_data(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, bool factor) {
   KT_CHECK(X.rows() == dim(), InvalidArgument, "GP X has ", X.rows(), " rows, expected dim ", dim());
   KT_CHECK(X.cols() == y.size(), InvalidArgument, "GP X has ", X.cols(), " points but y has ", y.size());
   KT_CHECK(X.allFinite() && y.allFinite(), InvalidArgument, "GP data contain NaN or infinite values");
@@ -59,7 +62,7 @@ void GaussianProcess::set_data(const Eigen::MatrixXd& X, const Eigen::VectorXd& 
   double var = n > 1 ? (y.array() - y_shift_).square().sum() / static_cast<double>(n) : 0.0;
   y_scale_ = var > 1e-300 ? std::sqrt(var) : 1.0;
   y_ = ((y.array() - y_shift_) / y_scale_).matrix();
-  refit();
+  if (factor) refit();
 }
 
 void GaussianProcess::refit() { factorize(); }
@@ -200,9 +203,12 @@ double GaussianProcess::log_marginal_likelihood(Eigen::VectorXd* grad, HyperPrio
     lml = -0.5 * r.dot(alpha_) - L_.diagonal().array().log().sum() - 0.5 * static_cast<double>(n) * kLog2Pi;
     if (grad) {
       // d lml / d theta_j = 1/2 tr((alpha alpha^T - K^-1) dK/dtheta_j)   (R&W eq. 5.9)
+      // W = alpha alpha^T - K^-1 with K^-1 = L^-T L^-1 (lower triangle from a symmetric rank-k update).
       Eigen::MatrixXd Linv = L_.triangularView<Eigen::Lower>().solve(Eigen::MatrixXd::Identity(n, n));
-      Eigen::MatrixXd W = alpha_ * alpha_.transpose();
-      W.noalias() -= Linv.transpose() * Linv;
+      Eigen::MatrixXd W = Eigen::MatrixXd::Zero(n, n);
+      W.selfadjointView<Eigen::Lower>().rankUpdate(Linv.transpose(), -1.0);
+      W.selfadjointView<Eigen::Lower>().rankUpdate(alpha_, 1.0);
+      W.triangularView<Eigen::StrictlyUpper>() = W.transpose();
       grad->head(nk) = 0.5 * kernel_.contract_gradients(X_, W);
       (*grad)[nk] = 0.5 * noise_ * W.trace();
       (*grad)[nk + 1] = alpha_.sum();
@@ -247,7 +253,7 @@ double GaussianProcess::fit_hyperparameters(const FitOptions& opt, Rng& rng) {
 
   std::vector<Eigen::VectorXd> starts;
   if (opt.use_warm_start) starts.push_back(params().cwiseMax(lb).cwiseMin(ub));
-  {
+  if (opt.use_default_start || starts.empty()) {
     Eigen::VectorXd t(np);
     t.head(D).setZero();  // l = 1, where the Optuna prior on lengthscales peaks
     t[D] = 0.0;

@@ -36,6 +36,8 @@ struct GPConfig {
   bool deterministic = false;    ///< noise-free objective: noise fixed to a 1e-6 nugget (as Optuna)
   Fantasy fantasy = Fantasy::Believer;
   int max_enumeration = 64;      ///< categorical combinations enumerated exactly up to this count
+  int max_fit_points = 400;      ///< hyperparameters fitted on at most this many points (best half +
+                                 ///< most recent); the posterior always uses every point. 0 = no cap
   int threads = 0;               ///< OpenMP threads over candidates (<= 0: all)
   std::optional<std::uint64_t> random_state;  ///< extra seed mixed into the study's stream (Katib/skopt)
 };

@@ -32,6 +32,7 @@ struct FitOptions {
   double min_noise = 1e-6, max_noise = 1.0;  ///< a fixed noise: set min == max
   double mean_bound = 3.0;     ///< constant mean in [-bound, bound] (standardised units)
   bool use_warm_start = true;  ///< start one run from the current hyperparameters
+  bool use_default_start = true;  ///< start one run from l = 1, s2 = 1, noise = 1e-2, mean = 0
 };
 
 /// GP regression model y = m + f(x) + eps, f ~ GP(0, k), eps ~ N(0, noise) (Rasmussen & Williams 2006,
@@ -65,8 +66,9 @@ class GaussianProcess {
   void set_noise(double noise) noexcept { noise_ = noise; }
   void set_mean(double m) noexcept { mean_ = m; }
 
-  /// Store data (standardising y) and refit the Cholesky factor. X: D x n, y: n.
-  void set_data(const Eigen::MatrixXd& X, const Eigen::VectorXd& y);
+  /// Store data (standardising y) and refit the Cholesky factor (unless factor = false: then call refit()
+  /// before predicting, e.g. after changing hyperparameters). X: D x n, y: n.
+  void set_data(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, bool factor = true);
   /// Full recompute of the factorisation with the current hyperparameters (jitter escalation on failure).
   void refit();
   /// Rank-1 update: append one observation (original scale) in O(n^2). Standardisation and
