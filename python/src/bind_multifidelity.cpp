@@ -1,8 +1,292 @@
-// Python bindings of the multifidelity module.
+// Python bindings of the multifidelity module: Hyperband, BOHB, ASHA, pruners, learning-curve benchmark.
+#include <cmath>
+#include <memory>
+
+#include <pybind11/stl.h>
+
 #include "bindings.hpp"
+#include "json_conv.hpp"
+#include "kubetune/core/error.hpp"
+#include "kubetune/core/study.hpp"
+#include "kubetune/search/multifidelity/asha.hpp"
+#include "kubetune/search/multifidelity/bohb.hpp"
+#include "kubetune/search/multifidelity/curves.hpp"
+#include "kubetune/search/multifidelity/hyperband.hpp"
+#include "kubetune/search/multifidelity/median_stop.hpp"
 
 namespace kubetune::python {
+namespace {
+using namespace kubetune::search;
 
-void bind_multifidelity(py::module_& m) { (void)m; }
+// Katib algorithmSettings as a dict {name: value} or a list [{"name": .., "value": ..}] -> JSON object.
+nlohmann::json katib_settings(py::handle h, const std::string& type) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!h.is_none()) {
+    nlohmann::json in = py_to_json(h);
+    if (in.is_array()) {
+      for (const auto& e : in) {
+        KT_CHECK(e.is_object() && e.contains("name") && e.contains("value"), InvalidArgument,
+                 "Katib settings must be {name: value} or [{\"name\": .., \"value\": ..}], got ", e.dump());
+        j[e["name"].get<std::string>()] = e["value"];
+      }
+    } else {
+      KT_CHECK(in.is_object(), InvalidArgument, "Katib settings must be a dict or a list, got ", in.dump());
+      j = in;
+    }
+  }
+  j["type"] = type;
+  return j;
+}
+
+template <class T, class Base, class F>
+std::shared_ptr<T> build(F from_json, const nlohmann::json& j) {
+  std::unique_ptr<Base> p = from_json(j);
+  return std::shared_ptr<T>(static_cast<T*>(p.release()));
+}
+
+py::list brackets_to_py(const std::vector<Bracket>& bs) {
+  py::list out;
+  for (const auto& b : bs) {
+    py::list rungs;
+    for (const auto& r : b.rungs) rungs.append(py::make_tuple(r.n, r.resource));
+    py::dict d;
+    d["s"] = b.s;
+    d["rungs"] = rungs;
+    d["configs"] = b.configs();
+    d["total_resource"] = b.total_resource();
+    out.append(d);
+  }
+  return out;
+}
+
+nlohmann::json hb_json(const std::string& type, const std::string& resource_name, double max_resource,
+                       double min_resource, int eta, const std::string& mode, std::int64_t n_iterations, int bracket) {
+  return {{"type", type},          {"resource_name", resource_name}, {"max_resource", max_resource},
+          {"min_resource", min_resource}, {"eta", eta},              {"mode", mode},
+          {"n_iterations", n_iterations}, {"bracket", bracket}};
+}
+
+py::dict progress_to_py(const Hyperband::Progress& p) {
+  py::dict d;
+  d["brackets_total"] = p.brackets_total;
+  d["brackets_started"] = p.brackets_started;
+  d["brackets_finished"] = p.brackets_finished;
+  d["running"] = p.running;
+  d["ready"] = p.ready;
+  d["finished"] = p.finished;
+  d["waiting"] = p.waiting;
+  return d;
+}
+
+// A configuration from a sequence/array of coordinates or a dict {"x0": .., ...} (or an object with .params).
+std::vector<double> coords(const LearningCurves& lc, py::handle h, double* budget_out, const std::string& res) {
+  py::object params;
+  if (!py::isinstance<py::dict>(h) && py::hasattr(h, "params")) {
+    params = h.attr("params");
+    h = params;
+  }
+  const auto dim = static_cast<std::size_t>(lc.config().dim);
+  if (py::isinstance<py::dict>(h)) {
+    auto d = h.cast<py::dict>();
+    std::vector<double> u(dim);
+    for (std::size_t j = 0; j < dim; ++j) {
+      std::string k = "x" + std::to_string(j);
+      KT_CHECK(d.contains(k), InvalidArgument, "learning curves: parameter '", k, "' is missing");
+      u[j] = d[py::str(k)].cast<double>();
+    }
+    if (budget_out && d.contains(res)) *budget_out = d[py::str(res)].cast<double>();
+    return u;
+  }
+  return h.cast<std::vector<double>>();
+}
+
+}  // namespace
+
+void bind_multifidelity(py::module_& m) {
+  m.def(
+      "hyperband_brackets",
+      [](double max_resource, int eta, const std::string& mode, double min_resource) {
+        return brackets_to_py(hyperband_brackets(max_resource, eta, bracket_mode_from_string(mode), min_resource));
+      },
+      py::arg("max_resource"), py::arg("eta") = 3, py::kw_only(), py::arg("mode") = "exact",
+      py::arg("min_resource") = 1.0,
+      "Hyperband's brackets for one iteration: [{s, rungs: [(n_i, r_i)], configs, total_resource}]. mode is "
+      "'exact' (Li et al. 2018), 'katib' or 'hpbandster' (those projects' arithmetic).");
+
+  py::class_<Hyperband, Searcher, std::shared_ptr<Hyperband>>(
+      m, "Hyperband",
+      "Hyperband (Li et al., JMLR 2018) with exact bracket arithmetic. Each ask returns the next "
+      "(configuration, budget): a new random configuration or a promotion (same point, larger `resource_name`). "
+      "Brackets run to completion across workers; state lives in trial attributes (hb_bracket, hb_rung, "
+      "hb_config). mode='katib'/'hpbandster' reproduce those projects' arithmetic; bracket=s runs successive "
+      "halving with one bracket.")
+      .def(py::init([](const std::string& resource_name, double max_resource, double min_resource, int eta,
+                       const std::string& mode, std::int64_t n_iterations, int bracket) {
+             return build<Hyperband, Searcher>(&Hyperband::from_json,
+                                               hb_json("hyperband", resource_name, max_resource, min_resource, eta,
+                                                       mode, n_iterations, bracket));
+           }),
+           py::arg("resource_name"), py::kw_only(), py::arg("max_resource") = 81.0, py::arg("min_resource") = 1.0,
+           py::arg("eta") = 3, py::arg("mode") = "exact", py::arg("n_iterations") = 1, py::arg("bracket") = -1)
+      .def_static(
+          "from_katib",
+          [](py::handle s) { return build<Hyperband, Searcher>(&Hyperband::from_json, katib_settings(s, "hyperband")); },
+          py::arg("settings"), "Build from Katib algorithmSettings (r_l, resource_name, eta; values may be strings).")
+      .def_property_readonly("brackets", [](const Hyperband& h) { return brackets_to_py(h.brackets()); })
+      .def(
+          "progress", [](const Hyperband& h, const Study& s) { return progress_to_py(h.progress(s.space(), s.trials())); },
+          py::arg("study"),
+          "Where a study run by this Hyperband stands: finished (nothing will ever run again) vs waiting "
+          "(nothing to run now; running trials will unlock promotions).");
+
+  py::class_<BOHB, Hyperband, std::shared_ptr<BOHB>>(
+      m, "BOHB",
+      "BOHB (Falkner, Klein & Hutter, ICML 2018): Hyperband brackets whose new configurations come from a "
+      "multivariate KDE (good/bad densities, Gaussian + Aitchison-Aitken kernels) of the largest budget with "
+      "enough observations. Defaults as the paper/HpBandSter; n_iterations=0 repeats brackets forever.")
+      .def(py::init([](const std::string& resource_name, double max_resource, double min_resource, int eta,
+                       const std::string& mode, std::int64_t n_iterations, int bracket, double top_n_percent,
+                       int num_samples, double random_fraction, double bandwidth_factor, double min_bandwidth,
+                       int min_points_in_model) {
+             nlohmann::json j = hb_json("bohb", resource_name, max_resource, min_resource, eta, mode, n_iterations,
+                                        bracket);
+             j["top_n_percent"] = top_n_percent;
+             j["num_samples"] = num_samples;
+             j["random_fraction"] = random_fraction;
+             j["bandwidth_factor"] = bandwidth_factor;
+             j["min_bandwidth"] = min_bandwidth;
+             j["min_points_in_model"] = min_points_in_model;
+             return build<BOHB, Searcher>(&BOHB::from_json, j);
+           }),
+           py::arg("resource_name"), py::kw_only(), py::arg("max_resource") = 81.0, py::arg("min_resource") = 1.0,
+           py::arg("eta") = 3, py::arg("mode") = "exact", py::arg("n_iterations") = 0, py::arg("bracket") = -1,
+           py::arg("top_n_percent") = 15.0, py::arg("num_samples") = 64, py::arg("random_fraction") = 1.0 / 3.0,
+           py::arg("bandwidth_factor") = 3.0, py::arg("min_bandwidth") = 1e-3, py::arg("min_points_in_model") = 0)
+      .def_static(
+          "from_katib", [](py::handle s) { return build<BOHB, Searcher>(&BOHB::from_json, katib_settings(s, "bohb")); },
+          py::arg("settings"));
+
+  py::class_<ASHA, Searcher, std::shared_ptr<ASHA>>(
+      m, "ASHA",
+      "Asynchronous successive halving (Li et al., MLSys 2020). mode='prune' (default): trials run to "
+      "max_resource reporting intermediate values and should_prune stops those outside the best 1/eta at each "
+      "rung min_resource*eta^(s+k); mode='promote': ask promotes the best 1/eta of a rung when possible, else "
+      "starts a new configuration (needs resource_name).")
+      .def(py::init([](double min_resource, double max_resource, int eta, int min_early_stopping_rate,
+                       std::optional<std::string> resource_name, const std::string& mode, std::int64_t max_configs) {
+             nlohmann::json j = {{"type", "asha"},
+                                 {"min_resource", min_resource},
+                                 {"max_resource", max_resource},
+                                 {"eta", eta},
+                                 {"min_early_stopping_rate", min_early_stopping_rate},
+                                 {"resource_name", resource_name.value_or("")},
+                                 {"mode", mode},
+                                 {"max_configs", max_configs}};
+             return build<ASHA, Searcher>(&ASHA::from_json, j);
+           }),
+           py::kw_only(), py::arg("min_resource") = 1.0, py::arg("max_resource") = 81.0, py::arg("eta") = 3,
+           py::arg("min_early_stopping_rate") = 0, py::arg("resource_name") = py::none(), py::arg("mode") = "prune",
+           py::arg("max_configs") = 0);
+
+  py::class_<ASHAPruner, Pruner, std::shared_ptr<ASHAPruner>>(
+      m, "ASHAPruner",
+      "ASHA's rung rule as a pruner for any searcher: at step min_resource*eta^(s+k) a trial continues only if "
+      "it is among the best floor(n/eta) of the n values recorded at that rung (best-so-far with fewer than eta, "
+      "as Optuna's SuccessiveHalvingPruner). Call should_prune after every report.")
+      .def(py::init([](double min_resource, double max_resource, int eta, int min_early_stopping_rate) {
+             return std::make_shared<ASHAPruner>(ASHARungs{min_resource, max_resource, eta, min_early_stopping_rate});
+           }),
+           py::kw_only(), py::arg("min_resource") = 1.0, py::arg("max_resource") = 0.0, py::arg("eta") = 3,
+           py::arg("min_early_stopping_rate") = 0);
+
+  py::class_<MedianStop, Pruner, std::shared_ptr<MedianStop>>(
+      m, "MedianStop",
+      "Median stopping rule (Golovin et al., Vizier, KDD 2017) with Katib's settings: prune when the best value "
+      "so far is worse than the median of completed trials' running averages at the same step, after "
+      "start_step reports and with at least min_trials_required completed trials. rule='katib' reproduces "
+      "Katib's medianstop service (mean of first-start_step averages, checked once).")
+      .def(py::init([](std::int64_t min_trials_required, std::int64_t start_step, const std::string& rule) {
+             return build<MedianStop, Pruner>(&MedianStop::from_json, {{"type", "median_stop"},
+                                                                       {"min_trials_required", min_trials_required},
+                                                                       {"start_step", start_step},
+                                                                       {"rule", rule}});
+           }),
+           py::kw_only(), py::arg("min_trials_required") = 3, py::arg("start_step") = 4, py::arg("rule") = "median")
+      .def_static(
+          "from_katib",
+          [](py::handle s) { return build<MedianStop, Pruner>(&MedianStop::from_json, katib_settings(s, "median_stop")); },
+          py::arg("settings") = py::none(), "Build from Katib earlyStopping algorithmSettings.");
+
+  py::class_<PercentilePruner, Pruner, std::shared_ptr<PercentilePruner>>(
+      m, "PercentilePruner",
+      "Percentile pruning (Optuna's PercentilePruner semantics): prune when the best value so far is worse "
+      "than the given percentile of completed trials' values at the same step.")
+      .def(py::init([](double percentile, std::int64_t n_startup_trials, std::int64_t n_warmup_steps,
+                       std::int64_t interval_steps, std::int64_t n_min_trials) {
+             return std::make_shared<PercentilePruner>(PercentilePruner::Config{
+                 percentile, n_startup_trials, n_warmup_steps, interval_steps, n_min_trials});
+           }),
+           py::arg("percentile") = 25.0, py::kw_only(), py::arg("n_startup_trials") = 5,
+           py::arg("n_warmup_steps") = 0, py::arg("interval_steps") = 1, py::arg("n_min_trials") = 1);
+
+  // Synthetic multi-fidelity benchmark, in the shared `functions` submodule (kt.functions re-exports it).
+  py::module_ fm = py::hasattr(m, "functions") ? m.attr("functions").cast<py::module_>() : m.def_submodule("functions");
+  py::class_<LearningCurves>(
+      fm, "LearningCurves",
+      "Synthetic learning curves (minimise): final value f(u) known in closed form (minimum 0 at argmin), "
+      "curves y(u, b) = f(u) + A(u) h(b) + noise that cross between configurations, deterministic under seed. "
+      "Configurations are x0..x{dim-1} in [0, 1]; the budget is a separate parameter (default 'epochs').")
+      .def(py::init([](int dim, double max_budget, double noise, double crossing, std::uint64_t seed) {
+             return LearningCurves({dim, max_budget, noise, crossing, seed});
+           }),
+           py::kw_only(), py::arg("dim") = 4, py::arg("max_budget") = 81.0, py::arg("noise") = 0.01,
+           py::arg("crossing") = 1.0, py::arg("seed") = 0)
+      .def_property_readonly("dim", [](const LearningCurves& l) { return l.config().dim; })
+      .def_property_readonly("max_budget", [](const LearningCurves& l) { return l.config().max_budget; })
+      .def_property_readonly("optimum", &LearningCurves::min_value)
+      .def_property_readonly("argmin", &LearningCurves::argmin)
+      .def(
+          "final_value", [](const LearningCurves& l, py::handle u) { return l.final_value(coords(l, u, nullptr, "")); },
+          py::arg("config"), "Noise-free value at max_budget (the configuration's true objective).")
+      .def(
+          "value",
+          [](const LearningCurves& l, py::handle u, std::optional<double> budget, const std::string& resource_name) {
+            double b = budget.value_or(l.config().max_budget);
+            auto x = coords(l, u, budget ? nullptr : &b, resource_name);
+            return l.value(x, b);
+          },
+          py::arg("config"), py::arg("budget") = py::none(), py::kw_only(), py::arg("resource_name") = "epochs",
+          "Noisy curve value at `budget` (default: the dict's resource_name entry, else max_budget).")
+      .def(
+          "__call__",
+          [](const LearningCurves& l, py::handle u, std::optional<double> budget, const std::string& resource_name) {
+            double b = budget.value_or(l.config().max_budget);
+            auto x = coords(l, u, budget ? nullptr : &b, resource_name);
+            return l.value(x, b);
+          },
+          py::arg("config"), py::arg("budget") = py::none(), py::kw_only(), py::arg("resource_name") = "epochs")
+      .def(
+          "mean_value", [](const LearningCurves& l, py::handle u, double b) { return l.mean_value(coords(l, u, nullptr, ""), b); },
+          py::arg("config"), py::arg("budget"))
+      .def(
+          "curve",
+          [](const LearningCurves& l, py::handle u, std::optional<std::vector<double>> budgets) {
+            std::vector<double> bs;
+            if (budgets) bs = *budgets;
+            else
+              for (int b = 1; b <= static_cast<int>(l.config().max_budget); ++b) bs.push_back(b);
+            return l.curve(coords(l, u, nullptr, ""), bs);
+          },
+          py::arg("config"), py::arg("budgets") = py::none(), "Values at each budget (default 1, 2, ..., max_budget).")
+      .def("space", &LearningCurves::space, py::arg("resource_name") = "epochs",
+           "SearchSpace x0..x{dim-1} in [0, 1] plus the Int resource [1, max_budget].");
+  fm.def(
+      "learning_curves",
+      [](int dim, double max_budget, double noise, double crossing, std::uint64_t seed) {
+        return LearningCurves({dim, max_budget, noise, crossing, seed});
+      },
+      py::kw_only(), py::arg("dim") = 4, py::arg("max_budget") = 81.0, py::arg("noise") = 0.01,
+      py::arg("crossing") = 1.0, py::arg("seed") = 0, "A LearningCurves benchmark problem.");
+}
 
 }  // namespace kubetune::python
