@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "kubetune/core/rng.hpp"
@@ -62,6 +64,8 @@ class ParzenEstimator {
   /// Normalised mixture weights (prior last).
   const std::vector<double>& weights() const noexcept { return w_; }
   /// Kernel centres / widths of dimension `d` (n_kernels() values each; categorical: observed index, -1 prior).
+  /// One-dimensional non-categorical univariate estimators store their observation kernels sorted by centre
+  /// (ties in input order); the prior kernel is always last.
   const double* mus(std::size_t d) const noexcept { return mu_.data() + d * k_; }
   const double* sigmas(std::size_t d) const noexcept { return sigma_.data() + d * k_; }
 
@@ -74,7 +78,11 @@ class ParzenEstimator {
   double log_pdf(const double* x) const;
 
  private:
-  double log_pdf_one(const double* x, double* acc, double* slack) const;
+  bool approx_one(const double* x, double* acc, double* slo, double* shi) const;
+  double exact_term(const double* x, std::size_t k) const;
+  void resolve_log_z(std::size_t k) const;
+  double log_pdf_1d(double x) const;
+  void argsort(const double* v, std::size_t n);
 
   std::vector<ParzenDim> dims_;
   std::size_t k_ = 0;
@@ -82,13 +90,23 @@ class ParzenEstimator {
   bool has_discrete_ = false;
   std::vector<double> w_, lw_, cum_w_;
   // Per dimension, n_kernels() entries each (index d * k_ + k).
-  std::vector<double> mu_, sigma_, inv_sigma_, cst_, half_, lz_;
+  // cst: -log sigma - log Z - log sqrt(2 pi) (+ log step); log Z enters lazily (lz, and ub > 0 until known).
+  std::vector<double> mu_, sigma_, inv_sigma_, half_;
+  mutable std::vector<double> cst_, lz_, ub_;
+  bool any_unknown_ = false;
   // Categorical: log probability of the observed choice / of any other choice, per dimension.
   std::vector<double> cat_hit_, cat_miss_, cat_prior_;
   // Scratch.
   std::vector<double> sort_buf_;
   std::vector<std::size_t> sort_idx_;
-  mutable std::vector<double> scratch_;
+  std::vector<std::pair<double, std::size_t>> pairs_;
+  std::vector<std::size_t> order_, idx_;
+  std::vector<std::uint64_t> keys_;
+  std::vector<double> sorted_obs_, sorted_w_;
+  bool sorted1d_ = false;
+  double tmax_ = 0.0, sig_max_ = 0.0;
+  mutable std::vector<double> terms_;
+  mutable std::vector<double> acc_, slo_, shi_, thr_;
 };
 
 /// Standard normal CDF and its logarithm (accurate far into the lower tail).

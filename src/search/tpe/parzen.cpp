@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <numeric>
 
 #include "kubetune/core/error.hpp"
@@ -25,6 +27,65 @@ constexpr double kCut = 40.0;
 constexpr std::size_t kParallelWork = std::size_t{1} << 17;
 // Optuna's EPS for bandwidths when magic clip is off.
 constexpr double kMinSigma = 1e-12;
+
+// Order-preserving unsigned key of a double (-0 == +0; no NaN here).
+inline std::uint64_t sort_key(double v) noexcept {
+  if (v == 0.0) v = 0.0;
+  std::uint64_t u;
+  std::memcpy(&u, &v, sizeof u);
+  return (u >> 63) ? ~u : (u | 0x8000000000000000ULL);
+}
+}  // namespace
+
+// Stable argsort of n doubles (ties keep index order): LSD radix sort on 8-bit digits, skipping digits that
+// all keys share; std::sort for short inputs. O(n) per pass, no allocation once the buffers have grown.
+void ParzenEstimator::argsort(const double* v, std::size_t n) {
+  order_.resize(n);
+  if (n < 64) {
+    pairs_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) pairs_[i] = {v[i] == 0.0 ? 0.0 : v[i], i};
+    std::sort(pairs_.begin(), pairs_.end());
+    for (std::size_t i = 0; i < n; ++i) order_[i] = pairs_[i].second;
+    return;
+  }
+  keys_.resize(2 * n);
+  idx_.resize(2 * n);
+  std::uint64_t* ka = keys_.data();
+  std::uint64_t* kb = keys_.data() + n;
+  std::size_t* ia = idx_.data();
+  std::size_t* ib = idx_.data() + n;
+  std::uint64_t all_and = ~0ULL, all_or = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ka[i] = sort_key(v[i]);
+    ia[i] = i;
+    all_and &= ka[i];
+    all_or |= ka[i];
+  }
+  const std::uint64_t varying = all_and ^ all_or;  // bits that differ between some keys
+  std::size_t count[256];
+  for (int pass = 0; pass < 8; ++pass) {
+    const int shift = 8 * pass;
+    if (((varying >> shift) & 0xFF) == 0) continue;
+    std::fill(count, count + 256, std::size_t{0});
+    for (std::size_t i = 0; i < n; ++i) ++count[(ka[i] >> shift) & 0xFF];
+    std::size_t sum = 0;
+    for (std::size_t b = 0; b < 256; ++b) {
+      std::size_t c = count[b];
+      count[b] = sum;
+      sum += c;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      std::size_t dst = count[(ka[i] >> shift) & 0xFF]++;
+      kb[dst] = ka[i];
+      ib[dst] = ia[i];
+    }
+    std::swap(ka, kb);
+    std::swap(ia, ib);
+  }
+  std::copy(ia, ia + n, order_.begin());
+}
+
+namespace {
 }  // namespace
 
 ParzenDim ParzenDim::continuous(double low, double high) {
@@ -160,6 +221,23 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
   prior_weight_ = opt.prior_weight;
   const std::size_t D = dims.size();
   k_ = n + 1;
+  // One-dimensional neighbour-bandwidth estimators keep their kernels sorted by centre, which makes the
+  // bandwidths a linear scan and lets log_pdf visit only the kernels near each point.
+  sorted1d_ = D == 1 && !opt.multivariate && dims[0].kind != ParzenDim::Kind::Categorical;
+  if (sorted1d_ && n > 1) {
+    for (std::size_t i = 0; i < n; ++i)
+      KT_CHECK(std::isfinite(obs[i]), InvalidArgument, "parzen: observation ", i, " of dimension 0 = ", obs[i],
+               " is not finite");
+    argsort(obs, n);
+    sorted_obs_.resize(n);
+    sorted_w_.resize(n);
+    for (std::size_t j = 0; j < n; ++j) {
+      sorted_obs_[j] = obs[order_[j]];
+      sorted_w_[j] = weights ? weights[order_[j]] : 1.0;
+    }
+    obs = sorted_obs_.data();
+    weights = sorted_w_.data();
+  }
   // Mixture weights: observations' (default 1) then the prior's, normalised.
   w_.resize(k_);
   lw_.resize(k_);
@@ -189,6 +267,8 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
   cst_.resize(D * k_);
   half_.resize(D * k_);
   lz_.resize(D * k_);
+  ub_.resize(D * k_);
+  any_unknown_ = false;
   cat_hit_.assign(D, 0.0);
   cat_miss_.assign(D, 0.0);
   cat_prior_.assign(D, 0.0);
@@ -202,6 +282,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     double* cst = cst_.data() + d * k_;
     double* half = half_.data() + d * k_;
     double* lzs = lz_.data() + d * k_;
+    double* ub = ub_.data() + d * k_;
     if (pd.kind == ParzenDim::Kind::Categorical) {
       const double C = static_cast<double>(pd.n_choices);
       for (std::size_t i = 0; i < n; ++i) {
@@ -216,6 +297,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       std::fill(cst, cst + k_, 0.0);
       std::fill(half, half + k_, 0.0);
       std::fill(lzs, lzs + k_, 0.0);
+      std::fill(ub, ub + k_, 0.0);
       // Smoothing as Optuna 4.x: prior_weight / n_kernels on every choice, +1 on the observed one.
       double a = opt.prior_weight / static_cast<double>(k_);
       double norm = a * C + 1.0;
@@ -245,17 +327,34 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       // Neighbour distances among the sorted centres (the prior's centre included) and the two bounds
       // (Bergstra et al. 2011; hyperopt's adaptive_parzen_normal; Optuna 4.x).
       sort_buf_.resize(n + 1);
-      std::copy(mu, mu + n, sort_buf_.begin());
-      sort_buf_[n] = pmu;
       sort_idx_.resize(n + 1);
-      std::iota(sort_idx_.begin(), sort_idx_.end(), std::size_t{0});
+      if (sorted1d_) {
+        // Centres already sorted: insert the prior's centre after any equal ones (it has the last index).
+        std::size_t pos = static_cast<std::size_t>(std::upper_bound(mu, mu + n, pmu) - mu);
+        for (std::size_t j = 0, i = 0; j <= n; ++j) {
+          if (j == pos) {
+            sort_buf_[j] = pmu;
+            sort_idx_[j] = n;
+          } else {
+            sort_buf_[j] = mu[i];
+            sort_idx_[j] = i++;
+          }
+        }
+      } else {
+        pairs_.resize(n + 1);
+        for (std::size_t i = 0; i < n; ++i) pairs_[i] = {mu[i], i};
+        pairs_[n] = {pmu, n};
+        std::sort(pairs_.begin(), pairs_.end());  // ties broken by index: deterministic
+        for (std::size_t j = 0; j <= n; ++j) {
+          sort_buf_[j] = pairs_[j].first;
+          sort_idx_[j] = pairs_[j].second;
+        }
+      }
       const double* sb = sort_buf_.data();
-      std::sort(sort_idx_.begin(), sort_idx_.end(),
-                [sb](std::size_t x, std::size_t y) { return sb[x] < sb[y] || (sb[x] == sb[y] && x < y); });
       auto at = [&](std::size_t j) -> double {  // sorted centres with the bounds at both ends (j in [0, n+2])
         if (j == 0) return lo_e;
         if (j == n + 2) return hi_e;
-        return sb[sort_idx_[j - 1]];
+        return sb[j - 1];
       };
       for (std::size_t j = 0; j <= n; ++j) {
         double left = at(j + 1) - at(j), right = at(j + 2) - at(j + 1);
@@ -274,13 +373,53 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     for (std::size_t i = 0; i < n; ++i) sg[i] = std::clamp(sg[i], minsig, maxsig);
     mu[n] = pmu;
     sg[n] = psig;
+    // log Z (truncation mass) is needed only for kernels that matter to some evaluated point, so it is
+    // computed lazily in log_pdf(); until then the kernel carries the bound 0 <= -log Z <= ub (mu lies in the
+    // padded support and sigma <= sig_max, so Z >= Phi(w / sig_max) - 1/2). Kernels whose bounds are both
+    // beyond 8.5 sigma have Z = 1 - O(1e-17), i.e. log Z = 0 in double precision.
+    double sig_max = 0.0;
+    for (std::size_t i = 0; i < n; ++i) sig_max = std::max(sig_max, sg[i]);
+    const double w_e = hi_e - lo_e;
+    const double ub_obs = n > 0 ? -std::log(normal_cdf(w_e / sig_max) - 0.5) : 0.0;
     for (std::size_t k = 0; k < k_; ++k) {
-      double lz = log_normal_cdf_diff((lo_e - mu[k]) / sg[k], (hi_e - mu[k]) / sg[k]);
-      lzs[k] = lz;
+      const double za = (lo_e - mu[k]) / sg[k], zb = (hi_e - mu[k]) / sg[k];
       inv[k] = 1.0 / sg[k];
-      cst[k] = -std::log(sg[k]) - lz - kLogSqrt2Pi + (disc ? std::log(s) : 0.0);
       half[k] = disc ? 0.5 * s / sg[k] : 0.0;
+      cst[k] = -std::log(sg[k]) - kLogSqrt2Pi + (disc ? std::log(s) : 0.0);
+      if (za < -8.5 && zb > 8.5) {
+        lzs[k] = 0.0;
+        ub[k] = 0.0;
+      } else if (k == n || !(ub_obs < 50.0)) {  // prior kernel (its mu may lie outside): exact now
+        lzs[k] = log_normal_cdf_diff(za, zb);
+        cst[k] -= lzs[k];
+        ub[k] = 0.0;
+      } else {
+        lzs[k] = 0.0;
+        ub[k] = ub_obs;
+        any_unknown_ = true;
+      }
     }
+    if (sorted1d_) {
+      // Bounds for the windowed evaluation: largest possible log term (weight, width, truncation) and width.
+      tmax_ = -kInf;
+      for (std::size_t k = 0; k < n; ++k) tmax_ = std::max(tmax_, lw_[k] + cst[k] + ub[k]);
+      sig_max_ = sig_max;
+    }
+  }
+}
+
+void ParzenEstimator::resolve_log_z(std::size_t k) const {
+  const std::size_t D = dims_.size();
+  for (std::size_t d = 0; d < D; ++d) {
+    const std::size_t i = d * k_ + k;
+    if (ub_[i] == 0.0) continue;
+    const ParzenDim& pd = dims_[d];
+    const double s = pd.kind == ParzenDim::Kind::Discrete ? pd.step : 0.0;
+    const double lo_e = pd.low - 0.5 * s, hi_e = pd.high + 0.5 * s;
+    const double lz = log_normal_cdf_diff((lo_e - mu_[i]) * inv_sigma_[i], (hi_e - mu_[i]) * inv_sigma_[i]);
+    lz_[i] = lz;
+    cst_[i] -= lz;
+    ub_[i] = 0.0;
   }
 }
 
@@ -326,7 +465,7 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out) const {
 }
 
 // ------------------------------------------------------------------------------------------ log_pdf
-double ParzenEstimator::log_pdf_one(const double* x, double* acc, double* slack) const {
+bool ParzenEstimator::approx_one(const double* x, double* acc, double* slo, double* shi) const {
   const std::size_t D = dims_.size();
   const std::size_t K = k_;
   const std::size_t n = K - 1;
@@ -334,15 +473,16 @@ double ParzenEstimator::log_pdf_one(const double* x, double* acc, double* slack)
     const ParzenDim& pd = dims_[d];
     double v = x[d];
     if (pd.kind == ParzenDim::Kind::Continuous) {
-      if (!(v >= pd.low && v <= pd.high)) return -kInf;
+      if (!(v >= pd.low && v <= pd.high)) return false;
     } else if (pd.kind == ParzenDim::Kind::Discrete) {
-      if (!(v >= pd.low - 0.5 * pd.step && v <= pd.high + 0.5 * pd.step)) return -kInf;
+      if (!(v >= pd.low - 0.5 * pd.step && v <= pd.high + 0.5 * pd.step)) return false;
     } else if (!(v >= 0.0 && v < static_cast<double>(pd.n_choices))) {
-      return -kInf;
+      return false;
     }
   }
   std::copy(lw_.data(), lw_.data() + K, acc);
-  if (has_discrete_) std::fill(slack, slack + K, 0.0);
+  std::fill(slo, slo + K, 0.0);
+  std::fill(shi, shi + K, 0.0);
   for (std::size_t d = 0; d < D; ++d) {
     const ParzenDim& pd = dims_[d];
     const double v = x[d];
@@ -356,88 +496,175 @@ double ParzenEstimator::log_pdf_one(const double* x, double* acc, double* slack)
     }
     const double* inv = inv_sigma_.data() + d * K;
     const double* cst = cst_.data() + d * K;
+    const double* ub = ub_.data() + d * K;
     if (pd.kind == ParzenDim::Kind::Continuous) {
       for (std::size_t k = 0; k < K; ++k) {
-        double z = (v - mu[k]) * inv[k];
+        const double z = (v - mu[k]) * inv[k];
         acc[k] += cst[k] - 0.5 * z * z;
+        shi[k] += ub[k];
       }
     } else {
-      // Midpoint approximation of the bin's log mass, with a bound on its error (|z| h + h^2 / 2).
+      // Midpoint approximation of the bin's log mass; its error is within |z| h + h^2 / 2 either way.
       const double* half = half_.data() + d * K;
       const double g = std::round((v - pd.low) / pd.step) * pd.step + pd.low;  // v's bin
       for (std::size_t k = 0; k < K; ++k) {
-        double z = (g - mu[k]) * inv[k];
+        const double z = (g - mu[k]) * inv[k];
+        const double e = std::abs(z) * half[k] + 0.5 * half[k] * half[k];
         acc[k] += cst[k] - 0.5 * z * z;
-        slack[k] += std::abs(z) * half[k] + 0.5 * half[k] * half[k];
+        slo[k] += e;
+        shi[k] += e + ub[k];
       }
     }
   }
-  if (!has_discrete_) {
-    double M = *std::max_element(acc, acc + K);
-    if (M == -kInf) return -kInf;
-    double s = 0.0;
-    const double thr = M - kCut;
-    for (std::size_t k = 0; k < K; ++k)
-      if (acc[k] >= thr) s += std::exp(acc[k] - M);
-    return M + std::log(s);
-  }
-  // Discrete dimensions: the approximations bound the exact terms; only kernels that may matter are
-  // evaluated exactly (bin masses via log Phi differences), the rest are provably negligible.
-  double L = -kInf;
-  for (std::size_t k = 0; k < K; ++k) L = std::max(L, acc[k] - slack[k]);
-  const double thr = L - kCut;
-  double M = -kInf;
-  for (std::size_t k = 0; k < K; ++k) {
-    if (acc[k] + slack[k] < thr) {
-      acc[k] = -kInf;
-      continue;
-    }
-    double e = lw_[k];
-    for (std::size_t d = 0; d < D; ++d) {
-      const ParzenDim& pd = dims_[d];
-      const std::size_t i = d * K + k;
-      const double v = x[d];
-      if (pd.kind == ParzenDim::Kind::Categorical) {
-        e += k == n ? cat_prior_[d] : (mu_[i] == std::floor(v) ? cat_hit_[d] : cat_miss_[d]);
-      } else if (pd.kind == ParzenDim::Kind::Continuous) {
-        double z = (v - mu_[i]) * inv_sigma_[i];
-        e += cst_[i] - 0.5 * z * z;
-      } else {
-        double inv = inv_sigma_[i];
-        double g = std::round((v - pd.low) / pd.step) * pd.step + pd.low;  // grid value of v's bin
-        e += log_normal_cdf_diff((g - 0.5 * pd.step - mu_[i]) * inv, (g + 0.5 * pd.step - mu_[i]) * inv) - lz_[i];
-      }
-    }
-    acc[k] = e;
-    M = std::max(M, e);
-  }
-  if (M == -kInf) return -kInf;
-  double s = 0.0;
-  for (std::size_t k = 0; k < K; ++k)
-    if (acc[k] > M - kCut) s += std::exp(acc[k] - M);
-  return M + std::log(s);
+  return true;
 }
 
+double ParzenEstimator::exact_term(const double* x, std::size_t k) const {
+  const std::size_t D = dims_.size();
+  const std::size_t n = k_ - 1;
+  double e = lw_[k];
+  for (std::size_t d = 0; d < D; ++d) {
+    const ParzenDim& pd = dims_[d];
+    const std::size_t i = d * k_ + k;
+    const double v = x[d];
+    if (pd.kind == ParzenDim::Kind::Categorical) {
+      e += k == n ? cat_prior_[d] : (mu_[i] == std::floor(v) ? cat_hit_[d] : cat_miss_[d]);
+    } else if (pd.kind == ParzenDim::Kind::Continuous) {
+      const double z = (v - mu_[i]) * inv_sigma_[i];
+      e += cst_[i] - 0.5 * z * z;
+    } else {
+      const double inv = inv_sigma_[i];
+      const double g = std::round((v - pd.low) / pd.step) * pd.step + pd.low;
+      e += log_normal_cdf_diff((g - 0.5 * pd.step - mu_[i]) * inv, (g + 0.5 * pd.step - mu_[i]) * inv) - lz_[i];
+    }
+  }
+  return e;
+}
+
+// One dimension, kernels sorted by centre: visit kernels outward from the point, nearest first, and stop
+// once even the best-placed remaining kernel (largest weight and height, widest) is kCut nats below the
+// largest term found so far. Terms are exact (log Z resolved on first use).
+double ParzenEstimator::log_pdf_1d(double x) const {
+  const ParzenDim& pd = dims_[0];
+  const std::size_t n = k_ - 1;
+  const bool disc = pd.kind == ParzenDim::Kind::Discrete;
+  const double s = disc ? pd.step : 0.0;
+  if (disc) {
+    if (!(x >= pd.low - 0.5 * s && x <= pd.high + 0.5 * s)) return -kInf;
+    x = std::round((x - pd.low) / s) * s + pd.low;
+  } else if (!(x >= pd.low && x <= pd.high)) {
+    return -kInf;
+  }
+  auto term = [&](std::size_t k) -> double {
+    if (ub_[k] != 0.0) resolve_log_z(k);
+    if (!disc) {
+      const double z = (x - mu_[k]) * inv_sigma_[k];
+      return lw_[k] + cst_[k] - 0.5 * z * z;
+    }
+    const double inv = inv_sigma_[k];
+    return lw_[k] + log_normal_cdf_diff((x - 0.5 * s - mu_[k]) * inv, (x + 0.5 * s - mu_[k]) * inv) - lz_[k];
+  };
+  terms_.clear();
+  double L = term(n);  // prior kernel
+  terms_.push_back(L);
+  if (n > 0) {
+    const double* mu = mu_.data();
+    const double inv_smax = 1.0 / sig_max_;
+    std::size_t right = static_cast<std::size_t>(std::lower_bound(mu, mu + n, x) - mu);
+    std::size_t left = right;  // next on the left is left - 1
+    while (left > 0 || right < n) {
+      const double dl = left > 0 ? x - mu[left - 1] : kInf;
+      const double dr = right < n ? mu[right] - x : kInf;
+      const bool go_right = dr <= dl;
+      const double dist = std::max(0.0, (go_right ? dr : dl) - 0.5 * s) * inv_smax;
+      if (tmax_ - 0.5 * dist * dist < L - kCut) break;
+      const double t = term(go_right ? right++ : --left);
+      terms_.push_back(t);
+      L = std::max(L, t);
+    }
+  }
+  const double cut = L - kCut;
+  double sum = 0.0;
+  for (double t : terms_)
+    if (t >= cut) sum += std::exp(t - L);
+  return L + std::log(sum);
+}
+
+// Three passes: (1) cheap bounds of every kernel's log term for every point (vectorisable); (2) log Z of
+// the kernels that may matter somewhere; (3) exact terms for those kernels, log-sum-exp. Kernels whose
+// upper bound is kCut nats below the largest lower bound are provably negligible and skipped.
 void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n_threads) const {
   KT_CHECK(k_ > 0, StateError, "parzen: log_pdf() before fit()");
+  if (m == 0) return;
+  if (sorted1d_) {
+    for (std::size_t r = 0; r < m; ++r) out[r] = log_pdf_1d(x[r]);
+    return;
+  }
   const std::size_t D = dims_.size();
+  const std::size_t K = k_;
   int nt = core::resolve_threads(n_threads);
-  if (m * k_ * D < kParallelWork) nt = 1;
-  nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(nt), std::max<std::size_t>(m, 1)));
-  const std::size_t per = 2 * k_;
-  if (scratch_.size() < per * static_cast<std::size_t>(nt)) scratch_.resize(per * static_cast<std::size_t>(nt));
-  double* scratch = scratch_.data();
+  if (m * K * D < kParallelWork) nt = 1;
+  nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(nt), m));
+  if (acc_.size() < m * K) {
+    acc_.resize(m * K);
+    slo_.resize(m * K);
+    shi_.resize(m * K);
+  }
+  thr_.resize(m);
   const long long mm = static_cast<long long>(m);
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif
   for (long long r = 0; r < mm; ++r) {
-    int tid = 0;
+    const std::size_t o = static_cast<std::size_t>(r) * K;
+    bool in = approx_one(x + static_cast<std::size_t>(r) * D, acc_.data() + o, slo_.data() + o, shi_.data() + o);
+    double L = -kInf;
+    if (in)
+      for (std::size_t k = 0; k < K; ++k) L = std::max(L, acc_[o + k] - slo_[o + k]);
+    thr_[static_cast<std::size_t>(r)] = in ? L - kCut : kInf;
+  }
+  if (any_unknown_) {
+    for (std::size_t r = 0; r < m; ++r) {
+      const double thr = thr_[r];
+      if (thr == kInf) continue;
+      const std::size_t o = r * K;
+      for (std::size_t k = 0; k < K; ++k)
+        if (shi_[o + k] > slo_[o + k] + 0.0 && acc_[o + k] + shi_[o + k] >= thr) resolve_log_z(k);
+    }
+  }
 #ifdef _OPENMP
-    tid = omp_get_thread_num();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif
-    double* acc = scratch + per * static_cast<std::size_t>(tid);
-    out[r] = log_pdf_one(x + static_cast<std::size_t>(r) * D, acc, acc + k_);
+  for (long long r = 0; r < mm; ++r) {
+    const std::size_t ru = static_cast<std::size_t>(r);
+    const double thr = thr_[ru];
+    if (thr == kInf) {
+      out[ru] = -kInf;
+      continue;
+    }
+    const std::size_t o = ru * K;
+    double* acc = acc_.data() + o;
+    const double* slo = slo_.data() + o;
+    const double* shi = shi_.data() + o;
+    const double* xr = x + ru * D;
+    double M = -kInf;
+    for (std::size_t k = 0; k < K; ++k) {
+      if (acc[k] + shi[k] < thr) {
+        acc[k] = -kInf;
+        continue;
+      }
+      if (slo[k] != 0.0 || shi[k] != 0.0) acc[k] = exact_term(xr, k);
+      M = std::max(M, acc[k]);
+    }
+    if (M == -kInf) {
+      out[ru] = -kInf;
+      continue;
+    }
+    const double cut = M - kCut;
+    double sum = 0.0;
+    for (std::size_t k = 0; k < K; ++k)
+      if (acc[k] >= cut) sum += std::exp(acc[k] - M);
+    out[ru] = M + std::log(sum);
   }
 }
 

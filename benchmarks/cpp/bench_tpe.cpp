@@ -1,0 +1,79 @@
+// Google Benchmark: TPE time per suggestion versus the number of observed trials (10 parameters).
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kubetune/core/searcher.hpp"
+#include "kubetune/search/tpe.hpp"
+
+namespace {
+using namespace kubetune;
+
+struct History {
+  SearchSpace space;
+  std::vector<Trial> trials;
+  std::vector<Direction> dirs{Direction::Minimize};
+};
+
+// n complete trials on a 10-d space, sphere objective. mixed = false: 10 floats on [-5, 5] (as the Python
+// benchmark against Optuna); mixed = true: 8 floats, one int in [1, 64], one 4-way categorical.
+History make_history(std::size_t n, bool mixed) {
+  History h;
+  const int nf = mixed ? 8 : 10;
+  for (int i = 0; i < nf; ++i) h.space.add_double("x" + std::to_string(i), -5.0, 5.0);
+  if (mixed) {
+    h.space.add_int("k", 1, 64);
+    h.space.add_categorical("c", {"a", "b", "c", "d"});
+  }
+  Rng rng(123);
+  for (std::size_t t = 0; t < n; ++t) {
+    Trial tr;
+    tr.id = static_cast<std::int64_t>(t);
+    tr.x = h.space.sample(rng);
+    double s = 0.0;
+    for (int i = 0; i < nf; ++i) s += tr.x[i] * tr.x[i];
+    if (mixed) s += std::abs(tr.x[8] - 20) / 10 + tr.x[9];
+    tr.values = {s};
+    tr.state = TrialState::Complete;
+    h.trials.push_back(std::move(tr));
+  }
+  return h;
+}
+
+void BM_TPESuggest(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  search::TPEConfig cfg;
+  cfg.multivariate = state.range(1) != 0;
+  History h = make_history(n, state.range(2) != 0);
+  search::TPE tpe(cfg);
+  std::uint64_t k = 0;
+  for (auto _ : state) {
+    Rng rng(7, k++);
+    SearchContext ctx{h.space, h.trials, h.dirs, rng};
+    auto s = tpe.ask(ctx, 1);
+    benchmark::DoNotOptimize(s.data());
+  }
+  state.counters["trials"] = static_cast<double>(n);
+}
+
+void BM_TPEBatch8(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  History h = make_history(n, false);
+  search::TPE tpe;
+  std::uint64_t k = 0;
+  for (auto _ : state) {
+    Rng rng(7, k++);
+    SearchContext ctx{h.space, h.trials, h.dirs, rng};
+    auto s = tpe.ask(ctx, 8);
+    benchmark::DoNotOptimize(s.data());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 8);
+}
+}  // namespace
+
+BENCHMARK(BM_TPESuggest)
+    ->ArgNames({"n", "multivariate", "mixed"})
+    ->ArgsProduct({{100, 1000, 5000}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TPEBatch8)->ArgName("n")->Arg(1000)->Unit(benchmark::kMicrosecond);

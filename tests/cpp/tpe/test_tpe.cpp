@@ -1,0 +1,475 @@
+// TPE searcher: config and Katib settings, split rules, quality vs random, batches, conditions, save/load.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "kubetune/core/error.hpp"
+#include "kubetune/core/study.hpp"
+#include "kubetune/search/registration.hpp"
+#include "kubetune/search/tpe.hpp"
+
+using namespace kubetune;
+using kubetune::search::TPE;
+using kubetune::search::TPEConfig;
+
+namespace {
+// Test functions written here (the search module's functions.hpp is not linked into this binary).
+double branin(const std::vector<double>& x) {
+  const double a = 1.0, b = 5.1 / (4 * M_PI * M_PI), c = 5.0 / M_PI, r = 6.0, s = 10.0, t = 1.0 / (8 * M_PI);
+  double y = x[1] - b * x[0] * x[0] + c * x[0] - r;
+  return a * y * y + s * (1 - t) * std::cos(x[0]) + s;
+}
+constexpr double kBraninMin = 0.397887357729739;
+
+double hartmann6(const std::vector<double>& x) {
+  static const double alpha[4] = {1.0, 1.2, 3.0, 3.2};
+  static const double A[4][6] = {{10, 3, 17, 3.5, 1.7, 8},
+                                 {0.05, 10, 17, 0.1, 8, 14},
+                                 {3, 3.5, 1.7, 10, 17, 8},
+                                 {17, 8, 0.05, 10, 0.1, 14}};
+  static const double P[4][6] = {{1312, 1696, 5569, 124, 8283, 5886},
+                                 {2329, 4135, 8307, 3736, 1004, 9991},
+                                 {2348, 1451, 3522, 2883, 3047, 6650},
+                                 {4047, 8828, 8732, 5743, 1091, 381}};
+  double s = 0.0;
+  for (int i = 0; i < 4; ++i) {
+    double e = 0.0;
+    for (int j = 0; j < 6; ++j) e += A[i][j] * (x[j] - P[i][j] * 1e-4) * (x[j] - P[i][j] * 1e-4);
+    s += alpha[i] * std::exp(-e);
+  }
+  return -s;
+}
+constexpr double kHartmann6Min = -3.32236801141551;
+
+std::unique_ptr<Searcher> make(const nlohmann::json& j) {
+  search::register_tpe();
+  return make_searcher(j);
+}
+
+double best_after(const SearchSpace& space, std::unique_ptr<Searcher> s, double (*f)(const std::vector<double>&),
+                  int n_trials, std::uint64_t seed) {
+  Study st(space, std::move(s), {Direction::Minimize}, seed);
+  double best = INFINITY;
+  for (int i = 0; i < n_trials; ++i) {
+    Trial t = st.ask(1).at(0);
+    double y = f(t.x);
+    best = std::min(best, y);
+    st.tell(t.id, y);
+  }
+  return best;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return 0.5 * (v[(v.size() - 1) / 2] + v[v.size() / 2]);
+}
+
+// A random-search baseline drawn from the same priors (TPE with an unreachable startup count).
+std::unique_ptr<Searcher> random_like() {
+  TPEConfig c;
+  c.n_startup_trials = 1000000;
+  return std::make_unique<TPE>(c);
+}
+}  // namespace
+
+TEST(TPEConfig, DefaultsAreOptunas) {
+  TPEConfig c;
+  EXPECT_EQ(c.n_startup_trials, 10u);
+  EXPECT_EQ(c.n_ei_candidates, 24u);
+  EXPECT_EQ(c.prior_weight, 1.0);
+  EXPECT_TRUE(c.consider_magic_clip);
+  EXPECT_FALSE(c.consider_endpoints);
+  EXPECT_FALSE(c.multivariate);
+  // gamma(n) = min(ceil(0.1 n), 25), evaluated in double as Optuna does.
+  EXPECT_EQ(c.n_below(0), 0u);
+  EXPECT_EQ(c.n_below(1), 1u);
+  EXPECT_EQ(c.n_below(10), 1u);
+  EXPECT_EQ(c.n_below(11), 2u);
+  EXPECT_EQ(c.n_below(30), 3u);
+  EXPECT_EQ(c.n_below(100), 10u);
+  EXPECT_EQ(c.n_below(1000), 25u);
+  TPEConfig h = TPEConfig::hyperopt();
+  EXPECT_EQ(h.n_startup_trials, 20u);
+  EXPECT_EQ(h.n_below(100), 3u);   // ceil(0.25 * 10)
+  EXPECT_EQ(h.n_below(16), 1u);    // ceil(0.25 * 4)
+  EXPECT_EQ(h.n_below(1e6), 25u);  // capped
+}
+
+TEST(TPEConfig, RecencyWeightsMatchOptuna) {
+  std::vector<double> w(30);
+  search::tpe_recency_weights(30, 25, w.data());
+  // numpy.linspace(1/30, 1, 5) then 25 ones.
+  const double lo = 1.0 / 30;
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(w[i], lo + (1 - lo) * i / 4.0, 1e-15);
+  for (int i = 5; i < 30; ++i) EXPECT_EQ(w[i], 1.0);
+  std::vector<double> v(24);
+  search::tpe_recency_weights(24, 25, v.data());
+  for (double x : v) EXPECT_EQ(x, 1.0);
+  std::vector<double> u(26);
+  search::tpe_recency_weights(26, 25, u.data());
+  EXPECT_NEAR(u[0], 1.0 / 26, 1e-15);
+}
+
+TEST(TPEConfig, KatibSettingsAsStringsAndRoundTrip) {
+  auto s = make({{"type", "tpe"},
+                 {"n_startup_trials", "5"},
+                 {"n_ei_candidates", "12"},
+                 {"random_state", "7"},
+                 {"gamma", "0.2"},
+                 {"prior_weight", "2.5"}});
+  const auto& c = dynamic_cast<TPE&>(*s).settings();
+  EXPECT_EQ(c.n_startup_trials, 5u);
+  EXPECT_EQ(c.n_ei_candidates, 12u);
+  ASSERT_TRUE(c.random_state.has_value());
+  EXPECT_EQ(*c.random_state, 7u);
+  EXPECT_EQ(c.gamma, 0.2);
+  EXPECT_EQ(c.prior_weight, 2.5);
+  // hyperopt-flavoured Katib names and the preset.
+  auto h = make({{"type", "tpe"}, {"preset", "hyperopt"}, {"n_EI_candidates", 30}, {"n_startup_jobs", "3"}});
+  const auto& hc = dynamic_cast<TPE&>(*h).settings();
+  EXPECT_EQ(hc.gamma_rule, TPEConfig::GammaRule::Sqrt);
+  EXPECT_EQ(hc.n_ei_candidates, 30u);
+  EXPECT_EQ(hc.n_startup_trials, 3u);
+  // config() rebuilds an identical searcher.
+  EXPECT_EQ(make(s->config())->config(), s->config());
+  EXPECT_EQ(make(h->config())->config(), h->config());
+  // Katib's "multivariate-tpe".
+  auto mv = make({{"type", "multivariate-tpe"}, {"n_startup_trials", "10"}});
+  EXPECT_TRUE(dynamic_cast<TPE&>(*mv).settings().multivariate);
+  EXPECT_EQ(mv->type(), "tpe");
+  EXPECT_TRUE(dynamic_cast<TPE&>(*make(mv->config())).settings().multivariate);
+}
+
+TEST(TPEConfig, BadSettingsNameTheKey) {
+  auto expect_msg = [](const nlohmann::json& j, const std::string& needle) {
+    try {
+      make(j);
+      ADD_FAILURE() << "no throw for " << j.dump();
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_msg({{"type", "tpe"}, {"n_startup_trial", 3}}, "n_startup_trial");
+  expect_msg({{"type", "tpe"}, {"gamma", "abc"}}, "gamma");
+  expect_msg({{"type", "tpe"}, {"gamma", -1}}, "gamma");
+  expect_msg({{"type", "tpe"}, {"prior_weight", 0}}, "prior_weight");
+  expect_msg({{"type", "tpe"}, {"n_ei_candidates", "2.5"}}, "n_ei_candidates");
+  expect_msg({{"type", "tpe"}, {"n_ei_candidates", 0}}, "n_ei_candidates");
+  expect_msg({{"type", "tpe"}, {"multivariate", "maybe"}}, "multivariate");
+  expect_msg({{"type", "tpe"}, {"preset", "skopt"}}, "preset");
+}
+
+TEST(TPESplit, CompleteBeforePrunedAndLiarsAbove) {
+  SearchSpace sp;
+  sp.add_double("x", 0, 1);
+  std::vector<Trial> trials;
+  auto add = [&](TrialState s, std::vector<double> v, std::vector<std::pair<std::int64_t, double>> inter = {}) {
+    Trial t;
+    t.id = static_cast<std::int64_t>(trials.size());
+    t.x = {0.01 * static_cast<double>(trials.size())};
+    t.state = s;
+    t.values = std::move(v);
+    t.intermediate = std::move(inter);
+    trials.push_back(t);
+  };
+  for (int i = 0; i < 9; ++i) add(TrialState::Complete, {static_cast<double>(10 - i)});  // ids 0..8, best = 8
+  add(TrialState::Pruned, {}, {{1, 0.5}, {5, 3.0}});   // 9: step 5, value 3
+  add(TrialState::Pruned, {}, {{1, 0.1}});             // 10: step 1
+  add(TrialState::Pruned, {}, {{5, 2.0}});             // 11: step 5, value 2  -> best pruned
+  add(TrialState::Pruned, {});                         // 12: no values -> last
+  add(TrialState::Failed, {});                         // 13: ignored
+  add(TrialState::Running, {});                        // 14: liar
+  add(TrialState::Pending, {});                        // 15: liar
+  Rng rng(0);
+  std::vector<Direction> dir = {Direction::Minimize};
+  SearchContext ctx{sp, trials, dir, rng};
+  TPEConfig c;
+  c.gamma = 0.5;  // n = 13 finished -> ceil(6.5) = 7 below: all 9 complete are not needed
+  std::vector<std::size_t> below, above;
+  EXPECT_EQ(search::tpe_split(ctx, c, below, above), 13u);
+  EXPECT_EQ(below, (std::vector<std::size_t>{2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(above, (std::vector<std::size_t>{0, 1, 9, 10, 11, 12, 14, 15}));
+  c.gamma = 0.85;  // ceil(11.05) = 12: 9 complete + 3 pruned (11, then 9, then 10)
+  search::tpe_split(ctx, c, below, above);
+  EXPECT_EQ(below, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(above, (std::vector<std::size_t>{12, 14, 15}));
+  c.gamma = 0.77;  // ceil(10.01) = 11: only the two step-5 pruned trials, best value first
+  search::tpe_split(ctx, c, below, above);
+  EXPECT_EQ(below.size(), 11u);
+  EXPECT_TRUE(std::count(below.begin(), below.end(), 11) && std::count(below.begin(), below.end(), 9));
+  EXPECT_FALSE(std::count(below.begin(), below.end(), 10));
+  // Maximisation flips the order of complete trials.
+  std::vector<Direction> mx = {Direction::Maximize};
+  SearchContext ctx2{sp, trials, mx, rng};
+  c.gamma = 0.2;  // ceil(2.6) = 3
+  search::tpe_split(ctx2, c, below, above);
+  EXPECT_EQ(below, (std::vector<std::size_t>{0, 1, 2}));
+  // Without constant liar, running trials are left out.
+  c.constant_liar = false;
+  search::tpe_split(ctx, c, below, above);
+  EXPECT_FALSE(std::count(above.begin(), above.end(), 14));
+}
+
+TEST(TPE, BeatsRandomOnBranin) {
+  SearchSpace sp;
+  sp.add_double("x1", -5, 10).add_double("x2", 0, 15);
+  std::vector<double> tpe, rnd;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    tpe.push_back(best_after(sp, std::make_unique<TPE>(), branin, 100, seed) - kBraninMin);
+    rnd.push_back(best_after(sp, random_like(), branin, 100, seed) - kBraninMin);
+  }
+  double mt = median(tpe), mr = median(rnd);
+  RecordProperty("tpe_median_regret", std::to_string(mt));
+  RecordProperty("random_median_regret", std::to_string(mr));
+  EXPECT_LT(mt, 0.3 * mr) << "TPE " << mt << " vs random " << mr;
+}
+
+TEST(TPE, BeatsRandomOnHartmann6UnivariateAndMultivariate) {
+  SearchSpace sp;
+  for (int i = 0; i < 6; ++i) sp.add_double("x" + std::to_string(i), 0, 1);
+  std::vector<double> uni, mv, rnd;
+  TPEConfig mc;
+  mc.multivariate = true;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    uni.push_back(best_after(sp, std::make_unique<TPE>(), hartmann6, 100, seed) - kHartmann6Min);
+    mv.push_back(best_after(sp, std::make_unique<TPE>(mc), hartmann6, 100, seed) - kHartmann6Min);
+    rnd.push_back(best_after(sp, random_like(), hartmann6, 100, seed) - kHartmann6Min);
+  }
+  double mu = median(uni), mm = median(mv), mr = median(rnd);
+  RecordProperty("univariate_median_regret", std::to_string(mu));
+  RecordProperty("multivariate_median_regret", std::to_string(mm));
+  RecordProperty("random_median_regret", std::to_string(mr));
+  EXPECT_LT(mu, 0.5 * mr) << "univariate TPE " << mu << " vs random " << mr;
+  EXPECT_LT(mm, 0.5 * mr) << "multivariate TPE " << mm << " vs random " << mr;
+}
+
+TEST(TPE, BatchOfEightIsDistinct) {
+  // Continuous space after startup, and a small discrete space where duplicates would be likely.
+  SearchSpace cont;
+  cont.add_double("x1", -5, 10).add_double("x2", 0, 15);
+  SearchSpace disc;
+  disc.add_int("a", 0, 4).add_categorical("b", {"p", "q", "r"}).add_discrete("c", {1, 2, 4, 8});
+  for (const SearchSpace* sp : {&cont, &disc}) {
+    for (bool mv : {false, true}) {
+      TPEConfig c;
+      c.multivariate = mv;
+      Study st(*sp, std::make_unique<TPE>(c), {Direction::Minimize}, 3);
+      std::set<std::vector<double>> seen;
+      for (int i = 0; i < 15; ++i) {
+        Trial t = st.ask(1).at(0);
+        seen.insert(t.x);
+        st.tell(t.id, t.x[0] * t.x[0] + (std::isnan(t.x[1]) ? 0 : t.x[1]));
+      }
+      std::vector<Trial> batch = st.ask(8);
+      ASSERT_EQ(batch.size(), 8u);
+      std::set<std::vector<double>> b;
+      for (const auto& t : batch) b.insert(t.x);
+      EXPECT_EQ(b.size(), 8u) << "multivariate=" << mv;
+      if (sp == &disc) {
+        for (const auto& t : batch) EXPECT_FALSE(seen.count(t.x)) << "repeat of an evaluated point";
+      }
+      // Liars: a second batch while the first is still running is distinct from it too.
+      std::vector<Trial> batch2 = st.ask(8);
+      for (const auto& t : batch2) EXPECT_FALSE(b.count(t.x));
+    }
+  }
+}
+
+TEST(TPE, SmallFiniteSpaceIsExhaustedWithoutRepeats) {
+  SearchSpace sp;
+  sp.add_int("a", 0, 2).add_categorical("b", {"x", "y"});
+  Study st(sp, std::make_unique<TPE>(), {Direction::Minimize}, 1);
+  std::set<std::vector<double>> seen;
+  for (int i = 0; i < 10; ++i) {
+    auto ts = st.ask(1);
+    if (ts.empty()) break;
+    EXPECT_TRUE(seen.insert(ts[0].x).second);
+    st.tell(ts[0].id, ts[0].x[0]);
+  }
+  EXPECT_EQ(seen.size(), 6u);
+  EXPECT_TRUE(st.exhausted());
+}
+
+TEST(TPE, SaveLoadMidStudyContinuesIdentically) {
+  search::register_tpe();
+  SearchSpace sp;
+  sp.add_double("lr", 1e-5, 1e-1, true)
+      .add_int("layers", 1, 8)
+      .add_categorical("opt", {"sgd", "adam"})
+      .add_double("momentum", 0.0, 0.99)
+      .set_condition("momentum", "opt", {"sgd"});
+  auto f = [](const std::vector<double>& x) {
+    double m = std::isnan(x[3]) ? 0.5 : x[3];
+    return std::pow(std::log10(x[0]) + 3, 2) + 0.1 * std::abs(x[1] - 4) + 0.3 * x[2] + (m - 0.9) * (m - 0.9);
+  };
+  for (bool mv : {false, true}) {
+    TPEConfig c;
+    c.multivariate = mv;
+    Study a(sp, std::make_unique<TPE>(c), {Direction::Minimize}, 42);
+    for (int i = 0; i < 25; ++i) {
+      Trial t = a.ask(1).at(0);
+      if (i % 7 == 3) {
+        a.tell_state(t.id, TrialState::Failed);
+      } else if (i % 5 == 4) {
+        a.report(t.id, 1, f(t.x) + 1);
+        a.tell_state(t.id, TrialState::Pruned);
+      } else {
+        a.tell(t.id, f(t.x));
+      }
+    }
+    std::vector<Trial> running = a.ask(2);  // left running across the save
+    auto b = Study::from_json(a.to_json());
+    for (int i = 0; i < 20; ++i) {
+      std::vector<Trial> ta = a.ask(i % 3 == 0 ? 3 : 1), tb = b->ask(i % 3 == 0 ? 3 : 1);
+      ASSERT_EQ(ta.size(), tb.size());
+      for (std::size_t k = 0; k < ta.size(); ++k) {
+        ASSERT_EQ(ta[k].x.size(), tb[k].x.size());
+        for (std::size_t d = 0; d < ta[k].x.size(); ++d) {
+          if (std::isnan(ta[k].x[d]))
+            EXPECT_TRUE(std::isnan(tb[k].x[d]));
+          else
+            EXPECT_EQ(ta[k].x[d], tb[k].x[d]) << "ask " << i << " param " << d;
+        }
+        a.tell(ta[k].id, f(ta[k].x));
+        b->tell(tb[k].id, f(tb[k].x));
+      }
+    }
+  }
+}
+
+TEST(TPE, FailedTrialsAreIgnored) {
+  SearchSpace sp;
+  sp.add_double("x", -5, 5).add_double("y", -5, 5);
+  std::vector<Trial> with, without;
+  Rng gen(9);
+  for (int i = 0; i < 40; ++i) {
+    Trial t;
+    t.x = {gen.uniform(-5, 5), gen.uniform(-5, 5)};
+    t.state = TrialState::Complete;
+    t.values = {t.x[0] * t.x[0] + t.x[1] * t.x[1]};
+    t.id = static_cast<std::int64_t>(with.size());
+    with.push_back(t);
+    t.id = static_cast<std::int64_t>(without.size());
+    without.push_back(t);
+    if (i % 4 == 0) {
+      Trial f;
+      f.x = {gen.uniform(-5, 5), gen.uniform(-5, 5)};
+      f.state = TrialState::Failed;
+      f.id = static_cast<std::int64_t>(with.size());
+      with.push_back(f);
+    }
+  }
+  std::vector<Direction> dir = {Direction::Minimize};
+  TPE s;
+  Rng r1(5, 1), r2(5, 1);
+  auto a = s.ask(SearchContext{sp, with, dir, r1}, 4);
+  auto b = s.ask(SearchContext{sp, without, dir, r2}, 4);
+  ASSERT_EQ(a.size(), 4u);
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(a[k].x, b[k].x);
+}
+
+TEST(TPE, ConditionalSpaceNeverImputesAndFindsTheBetterBranch) {
+  SearchSpace sp;
+  sp.add_categorical("model", {"svm", "forest"})
+      .add_double("C", 1e-3, 1e3, true)
+      .add_int("depth", 1, 20)
+      .add_int("trees", 10, 500, false, 10)
+      .set_condition("C", "model", {"svm"})
+      .set_condition("depth", "model", {"forest"})
+      .set_condition("trees", "model", {"forest"});
+  auto f = [](const std::vector<double>& x) {
+    if (x[0] == 0) return 1.0 + 0.1 * std::pow(std::log10(x[1]) - 1, 2);
+    return std::pow((x[2] - 12) / 10, 2) + std::pow((x[3] - 300) / 300, 2);
+  };
+  for (bool mv : {false, true}) {
+    TPEConfig c;
+    c.multivariate = mv;
+    Study st(sp, std::make_unique<TPE>(c), {Direction::Minimize}, 11);
+    int forest_late = 0;
+    for (int i = 0; i < 80; ++i) {
+      Trial t = st.ask(1).at(0);
+      // Exactly the active parameters carry values (Study also validates this).
+      EXPECT_EQ(std::isnan(t.x[1]), t.x[0] != 0);
+      EXPECT_EQ(std::isnan(t.x[2]), t.x[0] != 1);
+      EXPECT_EQ(std::isnan(t.x[3]), t.x[0] != 1);
+      if (i >= 40 && t.x[0] == 1) ++forest_late;
+      st.tell(t.id, f(t.x));
+    }
+    EXPECT_GE(forest_late, 26) << "multivariate=" << mv;  // random: 20 of 40
+    EXPECT_LT(st.best()->values[0], 0.05);
+  }
+}
+
+TEST(TPE, LogScaleAndMaximize) {
+  SearchSpace sp;
+  sp.add_double("lr", 1e-6, 1.0, true);
+  Study st(sp, std::make_unique<TPE>(), {Direction::Maximize}, 5);
+  for (int i = 0; i < 60; ++i) {
+    Trial t = st.ask(1).at(0);
+    st.tell(t.id, -std::pow(std::log10(t.x[0]) + 3, 2));  // best at 1e-3
+  }
+  EXPECT_NEAR(std::log10(st.best()->x[0]), -3.0, 0.15);
+}
+
+TEST(TPE, PriorKernelFollowsTheSpacePrior) {
+  // With no history and no startup, candidates come from the prior kernel alone: N(2, 0.5) truncated to [0, 10].
+  SearchSpace sp;
+  sp.add_double("x", 0, 10).set_prior("x", Distribution::Normal, 2.0, 0.5);
+  TPEConfig c;
+  c.n_startup_trials = 0;
+  TPE s(c);
+  std::vector<Trial> none;
+  std::vector<Direction> dir = {Direction::Minimize};
+  double sum = 0, sq = 0;
+  const int m = 4000;
+  for (int i = 0; i < m; ++i) {
+    Rng rng(1, static_cast<std::uint64_t>(i));
+    double v = s.ask(SearchContext{sp, none, dir, rng}, 1).at(0).x[0];
+    sum += v;
+    sq += v * v;
+  }
+  double mean = sum / m, sd = std::sqrt(sq / m - mean * mean);
+  EXPECT_NEAR(mean, 2.0, 0.05);
+  EXPECT_NEAR(sd, 0.5, 0.03);
+}
+
+TEST(TPE, IntegerStepAndDiscreteParameters) {
+  SearchSpace sp;
+  sp.add_int("n", 0, 100, false, 5).add_discrete("bs", {16, 32, 64, 128, 256}).add_double("d", 0, 1, false, 0.1);
+  auto f = [&](const std::vector<double>& x) {
+    double bs = sp.param(1).values[static_cast<std::size_t>(x[1])];
+    return std::abs(x[0] - 35) + std::abs(std::log2(bs) - 6) * 5 + std::abs(x[2] - 0.7) * 10;
+  };
+  for (bool mv : {false, true}) {
+    TPEConfig c;
+    c.multivariate = mv;
+    Study st(sp, std::make_unique<TPE>(c), {Direction::Minimize}, 8);
+    for (int i = 0; i < 80; ++i) {
+      Trial t = st.ask(1).at(0);
+      EXPECT_EQ(std::fmod(t.x[0], 5.0), 0.0);
+      st.tell(t.id, f(t.x));
+    }
+    EXPECT_LE(st.best()->values[0], 3.0) << "multivariate=" << mv;
+  }
+}
+
+TEST(TPE, RandomStateChangesTheStreamButStaysReproducible) {
+  SearchSpace sp;
+  sp.add_double("x", 0, 1);
+  auto run = [&](nlohmann::json j) {
+    Study st(sp, make(j), {Direction::Minimize}, 1);
+    std::vector<double> xs;
+    for (int i = 0; i < 15; ++i) {
+      Trial t = st.ask(1).at(0);
+      xs.push_back(t.x[0]);
+      st.tell(t.id, std::abs(t.x[0] - 0.3));
+    }
+    return xs;
+  };
+  auto a = run({{"type", "tpe"}, {"random_state", 3}});
+  EXPECT_EQ(a, run({{"type", "tpe"}, {"random_state", "3"}}));
+  EXPECT_NE(a, run({{"type", "tpe"}, {"random_state", 4}}));
+}
