@@ -91,11 +91,26 @@ class Grid {
       if (p >= 0) is_parent_[static_cast<std::size_t>(p)] = true;
     std::vector<double> x(s.size(), kNaN);
     size_ = count_from(0, x);
+    // Without conditions the grid is a plain mixed-radix number: precomputed strides, no memo look-ups.
+    simple_ = std::none_of(is_parent_.begin(), is_parent_.end(), [](bool b) { return b; });
+    if (simple_ && size_ != kSat) {
+      stride_.assign(s.size(), 1);
+      for (std::size_t i = s.size(); i-- > 1;) stride_[i - 1] = stride_[i] * axes_[i].size();
+    } else {
+      simple_ = false;
+    }
   }
   std::uint64_t size() const noexcept { return size_; }
 
   std::vector<double> unrank(std::uint64_t k) {
     std::vector<double> x(s_.size(), kNaN);
+    if (simple_) {
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        x[i] = axes_[i][static_cast<std::size_t>(k / stride_[i])];
+        k %= stride_[i];
+      }
+      return x;
+    }
     for (std::size_t i = 0; i < x.size(); ++i) {
       if (!s_.is_active(i, x)) continue;
       const auto& ax = axes_[i];
@@ -120,8 +135,16 @@ class Grid {
   // Rank of x, or false when x is not a grid point (off-grid value, wrong activity).
   bool rank(const std::vector<double>& x, std::uint64_t& r) {
     if (x.size() != s_.size()) return false;
-    std::vector<double> y(x.size(), kNaN);
     r = 0;
+    if (simple_) {
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        std::size_t idx = 0;
+        if (!find(i, x[i], idx)) return false;
+        r += static_cast<std::uint64_t>(idx) * stride_[i];
+      }
+      return true;
+    }
+    std::vector<double> y(x.size(), kNaN);
     for (std::size_t i = 0; i < x.size(); ++i) {
       const bool active = s_.is_active(i, y);
       if (!active) {
@@ -195,6 +218,8 @@ class Grid {
   std::vector<bool> is_parent_;
   std::map<std::vector<double>, std::uint64_t> memo_;
   std::uint64_t size_ = 0;
+  bool simple_ = false;
+  std::vector<std::uint64_t> stride_;
 };
 
 // Seeded affine bijection of [0, n): position p -> (a p + b) mod n, gcd(a, n) = 1.
