@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/study.hpp"
@@ -252,4 +254,30 @@ TEST(Grid, FromKatibParameters) {
   EXPECT_EQ(all.size(), 5u * 4 * 3);
   auto a = s.to_assignment(all[1].x);
   EXPECT_EQ(std::get<std::string>(a[2].second), "adam");
+}
+
+TEST(Grid, ConcurrentAsksNeverDuplicate) {
+  SearchSpace s;
+  s.add_int("a", 0, 19);
+  s.add_categorical("b", {"p", "q", "r", "s", "t"});
+  Study st(s, grid());
+  std::vector<std::thread> workers;
+  std::mutex mu;
+  std::vector<std::vector<double>> got;
+  for (int w = 0; w < 8; ++w)
+    workers.emplace_back([&, w] {
+      for (;;) {
+        auto batch = st.ask(w % 2 ? 1 : 3);
+        if (batch.empty()) return;
+        std::lock_guard<std::mutex> lk(mu);
+        for (auto& t : batch) {
+          got.push_back(t.x);
+          st.tell(t.id, 0.0);
+        }
+      }
+    });
+  for (auto& t : workers) t.join();
+  std::set<std::vector<double>> uniq(got.begin(), got.end());
+  EXPECT_EQ(got.size(), 100u);
+  EXPECT_EQ(uniq.size(), 100u);
 }
