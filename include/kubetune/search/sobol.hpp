@@ -16,14 +16,15 @@ std::size_t sobol_max_dims() noexcept;
 /// Sobol' sequence (I. M. Sobol', USSR Comput. Math. Math. Phys. 7 (1967) 86-112) in Gray-code order
 /// (Antonov & Saleev 1979), with the direction numbers of Joe & Kuo, SIAM J. Sci. Comput. 30 (2008)
 /// 2635-2654, and 52-bit digits. Point k is the XOR of the direction numbers selected by gray(k) = k ^ (k>>1),
-/// so the first 2^m points of any run are the same set as scipy.stats.qmc.Sobol's.
+/// so that, unscrambled, point k equals row k of scipy.stats.qmc.Sobol(d, scramble=False).random(k + 1).
 ///
 /// Scrambling (default on): a random linear matrix scramble plus a random digital shift (Matousek,
 /// "On the L2-discrepancy for anchored boxes", J. Complexity 14 (1998); Owen, "Variance with alternative
 /// scramblings of digital nets", ACM TOMACS 13 (2003)) drawn from `seed`. Both are bijective linear maps on
 /// the digits, so every 2^m-point block starting at a multiple of 2^m keeps the (t, m, s)-net property
 /// (each dyadic interval of volume 2^(t-m) holds 2^t points; in one dimension every [j/2^m, (j+1)/2^m) holds
-/// exactly one). Same (dim, scramble, seed) => same points on every platform.
+/// exactly one). Same (dim, scramble, seed) => same points on every platform. One object per thread (next()
+/// moves it); point() is const and safe to share.
 class SobolSequence {
  public:
   static constexpr int kBits = 52;
@@ -59,7 +60,7 @@ class SobolSequence {
 /// is stored in the trial's system attribute "sobol_index" and the next ask continues at the largest stored
 /// index + 1 (running trials included, so batch and parallel asks never reuse an index; enqueued or added
 /// trials without the attribute are ignored). Index 0 is used: with scrambling it is an ordinary point
-/// (Owen 2021, "On dropping the first Sobol' point"); `skip` starts the sequence later if wanted.
+/// (A. B. Owen, "On dropping the first Sobol' point", MCQMC 2020, Springer 2022); `skip` starts later.
 /// Config JSON: {"type": "sobol", "seed": 0, "scramble": true, "skip": 0}; Katib's "random_state" is accepted
 /// as an alias of seed.
 class Sobol final : public Searcher {

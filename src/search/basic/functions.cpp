@@ -129,8 +129,10 @@ const char* kVlse = "Surjanovic & Bingham, Virtual Library of Simulation Experim
 
 std::string normalise(const std::string& name) {
   std::string s;
-  for (char c : name)
-    if (std::isalnum(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) s += static_cast<char>(std::tolower(u));
+  }
   return s;
 }
 
