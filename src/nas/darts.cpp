@@ -27,13 +27,14 @@ void DartsConfig::validate() const {
            " must be in [0, 1)");
   KT_CHECK(alpha_weight_decay >= 0, InvalidArgument, "param 'alpha_weight_decay' = ", alpha_weight_decay,
            " must be >= 0");
+  KT_CHECK(hvp_r > 0, InvalidArgument, "param 'hvp_r' = ", hvp_r, " must be > 0");
   KT_CHECK(train_portion > 0 && train_portion < 1, InvalidArgument, "param 'train_portion' = ", train_portion,
            " must be in (0, 1)");
 }
 
 Darts::Darts(const DartsConfig& config, Device device) : config_(config), device_(device) {
   config_.validate();
-  set_num_threads(config_.threads);
+  if (config_.threads > 0) set_num_threads(config_.threads);
   net_ = std::make_unique<Supernet>(config_.net, device, config_.seed);
   adam_m_.assign(net_->alphas().size(), 0.0f);
   adam_v_.assign(net_->alphas().size(), 0.0f);
@@ -93,7 +94,7 @@ std::vector<float> Darts::architecture_gradient(const Batch& train, const Batch&
   const double norm = std::sqrt(squared_norm(dw));
   if (norm > 0) {
     // Hessian-vector product (d^2 L_train / d alpha d w) dw by central differences (DARTS eq. 8)
-    const double eps = 0.01 / norm;
+    const double eps = config_.hvp_r / norm;
     net.weights().copy_from(w0);
     axpy(net.weights(), dw, static_cast<float>(eps));
     net.forward_backward(train.x, train.labels, false, true);

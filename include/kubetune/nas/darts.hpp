@@ -29,10 +29,11 @@ struct DartsConfig {
   double alpha_beta2 = 0.999;
   double alpha_weight_decay = 1e-3;
   bool second_order = false;  ///< unrolled (second-order) architecture gradient
+  double hvp_r = 0.01;        ///< finite-difference step of the Hessian-vector product: eps = hvp_r / ||grad||
   double train_portion = 0.5; ///< share of the data used to train weights; the rest trains alpha
   int eval_batch_size = 256;
   std::uint64_t seed = 0;
-  int threads = 0;            ///< CPU threads (<= 0: all)
+  int threads = 0;            ///< CPU threads for the nas ops (> 0 sets set_num_threads; <= 0 keeps it)
   void validate() const;      ///< throws InvalidArgument naming the field
 };
 
@@ -78,7 +79,7 @@ class Darts {
   PassResult step(const Batch& train, const Batch& val, double lr);
   /// Architecture gradient at the current weights (no parameter changes): first order = grad_alpha
   /// L_val(w, alpha); second order = gradient of L_val(w - xi * (momentum*buf + grad_w L_train + wd*w), alpha)
-  /// with the Hessian-vector product by central differences, eps = 0.01 / ||grad_w' L_val||.
+  /// with the Hessian-vector product by central differences, eps = hvp_r / ||grad_w' L_val|| (DARTS: 0.01).
   std::vector<float> architecture_gradient(const Batch& train, const Batch& val, double xi, bool second_order);
   /// The unrolled objective L_val(w - xi * (momentum*buf + grad_w L_train(w, alpha) + wd*w), alpha) (for tests).
   double unrolled_val_loss(const Batch& train, const Batch& val, double xi);

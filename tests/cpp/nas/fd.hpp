@@ -12,6 +12,12 @@
 
 namespace kt_test {
 
+// One thread: CI runs suites side by side on 2 cores, where OpenMP teams wait on descheduled threads.
+inline const bool kSingleThread = [] {
+  kubetune::nas::set_num_threads(1);
+  return true;
+}();
+
 using kubetune::nas::Tensor;
 
 inline Tensor randn(std::vector<int> shape, std::mt19937_64& rng, float scale = 1.0f) {
@@ -52,6 +58,26 @@ inline std::vector<double> numeric_grad(Tensor& t, const std::function<double()>
     g[i] = (lp - lm) / (2 * h);
   }
   return g;
+}
+
+/// Directional check: analytic <g, v> against (L(t + h v) - L(t - h v)) / 2h for `dirs` random v.
+/// Robust to the few ReLU / max-pool kinks a deep composite crosses. Returns the worst relative error.
+inline double directional_err(Tensor& t, const Tensor& g, const std::function<double()>& loss, int dirs,
+                              std::uint64_t seed, double h = 1e-3) {
+  std::mt19937_64 rng(seed);
+  double worst = 0;
+  for (int d = 0; d < dirs; ++d) {
+    Tensor v = randn(t.shape(), rng);
+    Tensor orig = t.clone();
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(orig.data()[i] + h * v.data()[i]);
+    const double lp = loss();
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(orig.data()[i] - h * v.data()[i]);
+    const double lm = loss();
+    t.copy_from(orig);
+    const double num = (lp - lm) / (2 * h), ana = project(g, v);
+    worst = std::max(worst, std::abs(num - ana) / std::max({std::abs(num), std::abs(ana), 1e-6}));
+  }
+  return worst;
 }
 
 inline std::vector<double> to_double(const Tensor& t) {
