@@ -240,7 +240,7 @@ void bind_multifidelity(py::module_& m) {
              return LearningCurves({dim, max_budget, noise, crossing, seed});
            }),
            py::kw_only(), py::arg("dim") = 4, py::arg("max_budget") = 81.0, py::arg("noise") = 0.01,
-           py::arg("crossing") = 1.0, py::arg("seed") = 0)
+           py::arg("crossing") = 0.3, py::arg("seed") = 0)
       .def_property_readonly("dim", [](const LearningCurves& l) { return l.config().dim; })
       .def_property_readonly("max_budget", [](const LearningCurves& l) { return l.config().max_budget; })
       .def_property_readonly("optimum", &LearningCurves::min_value)
@@ -286,7 +286,7 @@ void bind_multifidelity(py::module_& m) {
         return LearningCurves({dim, max_budget, noise, crossing, seed});
       },
       py::kw_only(), py::arg("dim") = 4, py::arg("max_budget") = 81.0, py::arg("noise") = 0.01,
-      py::arg("crossing") = 1.0, py::arg("seed") = 0, "A LearningCurves benchmark problem.");
+      py::arg("crossing") = 0.3, py::arg("seed") = 0, "A LearningCurves benchmark problem.");
 }
 
 }  // namespace kubetune::python

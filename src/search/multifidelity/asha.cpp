@@ -18,12 +18,12 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Value at the first reported step >= budget, if any.
 bool rung_value(const Trial& t, double budget, double* v) {
-  for (const auto& [s, val] : t.intermediate)
-    if (static_cast<double>(s) >= budget) {
-      *v = val;
-      return true;
-    }
-  return false;
+  const auto& iv = t.intermediate;  // ascending steps
+  if (iv.empty() || static_cast<double>(iv.back().first) < budget) return false;
+  auto it = std::lower_bound(iv.begin(), iv.end(), budget,
+                             [](const auto& p, double b) { return static_cast<double>(p.first) < b; });
+  *v = it->second;
+  return true;
 }
 
 ASHARungs parse_rungs(const nlohmann::json& j, ASHARungs r) {

@@ -24,7 +24,7 @@ class LearningCurves {
     int dim = 4;
     double max_budget = 81.0;
     double noise = 0.01;
-    double crossing = 1.0;
+    double crossing = 0.3;
     std::uint64_t seed = 0;
   };
   LearningCurves();
