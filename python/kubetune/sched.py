@@ -1,6 +1,238 @@
-"""kubetune.sched — placeholder until the module lands."""
+"""kubetune.sched: GPU-sharing allocator (gpushare best-fit, spread, FGD, kubetune), MIG, NVLink, gangs,
+a Kubernetes scheduler-extender HTTP server and the Alibaba-trace replay of the FGD paper.
+
+All placement logic lives in C++ (``kubetune._kubetune.sched``); this module re-exports it and adds the HTTP
+server (standard library ``http.server``), trace helpers, plots and the demo section.
+"""
 from __future__ import annotations
 
+import json
+import os
+import statistics
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ._kubetune import sched as _native
+
+for _name in dir(_native):
+    if not _name.startswith("_"):
+        globals()[_name] = getattr(_native, _name)
+del _name
+
+__all__ = [n for n in dir(_native) if not n.startswith("_")] + [
+    "ExtenderServer",
+    "shared_data_dir",
+    "trace_dir",
+    "load_trace",
+    "replay_seeds",
+    "plot_replay",
+]
+
+TRACE_VARIANTS = ("default", "gpushare40", "gpushare80", "multigpu50", "gpuspec25")
+
+
+# ---------------------------------------------------------------- data location
+def shared_data_dir() -> Optional[Path]:
+    """``../shared/data`` next to the repository root (or ``$KUBETUNE_SHARED_DATA``); None when absent."""
+    env = os.environ.get("KUBETUNE_SHARED_DATA")
+    if env:
+        p = Path(env)
+        return p if p.is_dir() else None
+    root = Path(__file__).resolve().parents[2]  # python/kubetune/sched.py -> repository root
+    p = root.parent / "shared" / "data"
+    return p if p.is_dir() else None
+
+
+def trace_dir() -> Optional[Path]:
+    """Folder of the Alibaba GPU trace 2023 (openb CSVs), or None."""
+    d = shared_data_dir()
+    if d is None:
+        return None
+    t = d / "alibaba-gpu-2023"
+    return t if (t / "openb_node_list_gpu_node.csv").is_file() else None
+
+
+def load_trace(variant: str = "default", directory: Optional[os.PathLike] = None) -> Tuple["Cluster", List["Request"]]:
+    """(Cluster of the 1,213 GPU nodes, pods of ``openb_pod_list_<variant>.csv``). FileNotFoundError if absent."""
+    d = Path(directory) if directory is not None else trace_dir()
+    if d is None:
+        raise FileNotFoundError("Alibaba GPU trace not found (expected ../shared/data/alibaba-gpu-2023)")
+    pods = d / f"openb_pod_list_{variant}.csv"
+    if not pods.is_file():
+        raise FileNotFoundError(f"trace variant {variant!r} not found: {pods}")
+    return _native.load_trace_cluster(str(d / "openb_node_list_gpu_node.csv")), _native.load_trace_pods(str(pods))
+
+
+def replay_seeds(
+    cluster: "Cluster",
+    pods: Sequence["Request"],
+    policies: Iterable[str] = ("best_fit", "fgd", "kubetune"),
+    seeds: Iterable[int] = range(42, 52),
+    **kwargs,
+) -> Dict[str, dict]:
+    """Replays every policy for every seed; returns {policy: {"runs": [...], "median_unallocated_pct": x}}."""
+    out: Dict[str, dict] = {}
+    seeds = list(seeds)
+    for pol in policies:
+        runs = [_native.replay(cluster, list(pods), pol, seed=s, **kwargs) for s in seeds]
+        out[pol] = {
+            "runs": runs,
+            "median_unallocated_pct": statistics.median(r["at_100"]["unallocated_pct"] for r in runs),
+            "median_frag_ratio_pct": statistics.median(r["at_100"]["frag_ratio_pct"] for r in runs),
+        }
+    return out
+
+
+def plot_replay(results: Dict[str, dict], path: Optional[os.PathLike] = None):
+    """Allocation rate and fragmentation ratio against arrived workload, one line per policy (first run of each).
+
+    ``results`` maps a policy name to a replay dict (``sched.replay``) or to ``replay_seeds`` output.
+    Returns the matplotlib Figure; saves it when ``path`` is given.
+    """
+    import matplotlib
+
+    if path is not None:
+        matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for pol, res in results.items():
+        run = res["runs"][0] if "runs" in res else res
+        xs = [p["arrived_pct"] for p in run["curve"]]
+        ax1.plot(xs, [p["allocated_pct"] for p in run["curve"]], label=pol)
+        ax2.plot(xs, [p["frag_ratio_pct"] for p in run["curve"]], label=pol)
+    ax1.plot([0, 130], [0, 130], color="grey", lw=0.5, ls=":")
+    ax1.set_xlabel("arrived GPU workload (% of capacity)")
+    ax1.set_ylabel("allocated GPU (% of capacity)")
+    ax1.set_xlim(0, 130)
+    ax1.set_ylim(0, 105)
+    ax2.set_xlabel("arrived GPU workload (% of capacity)")
+    ax2.set_ylabel("fragmentation / free GPU (%)")
+    ax1.legend()
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig
+
+
+# ---------------------------------------------------------------- scheduler-extender HTTP server
+class ExtenderServer:
+    """Serves the Kubernetes scheduler-extender protocol over HTTP (``http.server``, one thread per request).
+
+    Routes (POST, JSON bodies as kube-scheduler sends them): ``<prefix>/filter`` (ExtenderArgs ->
+    ExtenderFilterResult), ``<prefix>/prioritize`` (ExtenderArgs -> HostPriorityList), ``<prefix>/bind``
+    (ExtenderBindingArgs -> ExtenderBindingResult, plus the gpushare annotations) and ``<prefix>/release`` (pod
+    deleted). ``GET /healthz`` answers ``ok``. The default prefix matches gpushare's ``/gpushare-scheduler``; the
+    bare paths work too. Binds to ``127.0.0.1`` unless told otherwise; ``port=0`` picks a free port.
+    """
+
+    def __init__(self, extender: "Extender", host: str = "127.0.0.1", port: int = 0,
+                 prefix: str = "/gpushare-scheduler") -> None:
+        self.extender = extender
+        self.prefix = prefix.rstrip("/")
+        handlers = {
+            "filter": extender.filter,
+            "prioritize": extender.prioritize,
+            "bind": extender.bind,
+            "release": extender.release,
+        }
+        prefix_ = self.prefix
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # the library never prints
+                pass
+
+            def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                if self.path.rstrip("/") in ("/healthz", prefix_ + "/healthz"):
+                    self._send(200, b"ok", "text/plain")
+                else:
+                    self._send(404, b'{"Error":"not found"}')
+
+            def do_POST(self):
+                path = self.path.rstrip("/")
+                if prefix_ and path.startswith(prefix_ + "/"):
+                    path = path[len(prefix_):]
+                verb = path.lstrip("/")
+                fn = handlers.get(verb)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode("utf-8") if length else ""
+                if fn is None:
+                    self._send(404, json.dumps({"Error": f"unknown verb {verb!r}"}).encode())
+                    return
+                try:
+                    out = fn(body)
+                except (ValueError, KeyError, RuntimeError) as e:
+                    self._send(400, json.dumps({"Error": str(e)}).encode())
+                    return
+                self._send(200, out.encode("utf-8"))
+
+        self._httpd = ThreadingHTTPServer((host, port), Handler)
+        self._httpd.daemon_threads = True
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def address(self) -> Tuple[str, int]:
+        return self._httpd.server_address[:2]
+
+    @property
+    def url(self) -> str:
+        host, port = self.address
+        return f"http://{host}:{port}{self.prefix}"
+
+    def start(self) -> "ExtenderServer":
+        """Serves in a background thread; returns self."""
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="kt-extender", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serves in the calling thread until stop() (from another thread) or KeyboardInterrupt."""
+        self._httpd.serve_forever()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "ExtenderServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# ---------------------------------------------------------------- demo
 def _demo(quick: bool = False) -> None:
-    """Demo section for python -m kubetune.demo (prints its own table)."""
+    """Demo section for ``python -m kubetune.demo``: a short FGD-paper replay, one table."""
+    import time
+
+    try:
+        cluster, pods = load_trace("default")
+        source = "Alibaba openb default trace"
+        if quick:  # quick: the FGD-class policies on a seeded synthetic look-alike instead
+            raise FileNotFoundError
+    except FileNotFoundError:
+        cluster, pods = _native.synthetic_trace(300 if quick else 800, 3000 if quick else 6000, 7)
+        source = "synthetic trace (seeded)"
+    print(f"sched: replay on {source}: {cluster.num_nodes} nodes, {cluster.total_gpus} GPUs, seed 42")
+    print(f"  {'policy':<10} {'unallocated@100%':>17} {'frag ratio':>11} {'failed pods':>12} {'time s':>7}")
+    for pol in ("best_fit", "fgd", "kubetune"):
+        t0 = time.perf_counter()
+        r = _native.replay(cluster, list(pods), pol, seed=42, step_pct=5.0)
+        dt = time.perf_counter() - t0
+        a = r["at_100"]
+        print(f"  {pol:<10} {a['unallocated_pct']:>16.2f}% {a['frag_ratio_pct']:>10.1f}% "
+              f"{r['pods_failed']:>12d} {dt:>7.2f}")

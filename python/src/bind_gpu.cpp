@@ -1,8 +1,307 @@
-// Python bindings of the gpu module.
+// Python bindings of the gpu module (submodule kubetune._kubetune.sched): cluster, requests, allocator, extender, replay.
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
 #include "bindings.hpp"
+#include "kubetune/core/error.hpp"
+#include "kubetune/sched/gpu/allocator.hpp"
+#include "kubetune/sched/gpu/cluster.hpp"
+#include "kubetune/sched/gpu/extender.hpp"
+#include "kubetune/sched/gpu/mig.hpp"
+#include "kubetune/sched/gpu/policy.hpp"
+#include "kubetune/sched/gpu/topology.hpp"
+#include "kubetune/sched/gpu/trace.hpp"
 
 namespace kubetune::python {
+namespace {
 
-void bind_gpu(py::module_& m) { (void)m; }
+namespace g = kubetune::sched::gpu;
+
+py::dict point_dict(const g::ReplayPoint& p) {
+  py::dict d;
+  d["arrived_pct"] = p.arrived_pct;
+  d["allocated_pct"] = p.allocated_pct;
+  d["allocation_rate_pct"] = p.allocation_rate_pct;
+  d["unallocated_pct"] = p.unallocated_pct;
+  d["frag_ratio_pct"] = p.frag_ratio_pct;
+  d["frag_pct"] = p.frag_pct;
+  return d;
+}
+
+py::dict placement_dict(const g::Placement& p) {
+  py::dict d;
+  d["id"] = p.id;
+  d["node"] = p.node;
+  d["gpus"] = p.gpus;
+  d["mig_start"] = p.mig_start;
+  d["gpu_milli"] = p.gpu_milli;
+  d["gpu_memory_mib"] = p.gpu_memory_mib;
+  d["cpu_milli"] = p.cpu_milli;
+  d["memory_mib"] = p.memory_mib;
+  d["name"] = p.name;
+  d["mig_profile"] = p.mig_profile;
+  d["gang"] = p.gang;
+  return d;
+}
+
+std::vector<g::TypicalPod> typical_from(const g::Cluster& c, const std::optional<std::vector<g::Request>>& workload,
+                                        double popularity, bool gpu_weighted) {
+  if (!workload || workload->empty()) return {};
+  return g::typical_pods(c, *workload, popularity, true, gpu_weighted);
+}
+
+}  // namespace
+
+void bind_gpu(py::module_& parent) {
+  py::module_ m = parent.def_submodule(
+      "sched", "GPU-sharing allocator: gpushare best-fit, spread, FGD (Weng et al. ATC'23), kubetune policy, MIG, "
+               "NVLink topology, gangs, scheduler-extender JSON and Alibaba-trace replay");
+
+  py::class_<g::Request>(m, "Request", "A pod's resource request (see kubetune/sched/gpu/request.hpp)")
+      .def(py::init([](std::string name, std::int64_t cpu_milli, std::int64_t memory_mib, int gpu_count, int gpu_milli,
+                       std::int64_t gpu_memory_mib, int compute_milli, std::vector<std::string> models,
+                       std::string mig_profile, std::string gang) {
+             g::Request r;
+             r.name = std::move(name);
+             r.cpu_milli = cpu_milli;
+             r.memory_mib = memory_mib;
+             r.gpu_count = gpu_count;
+             r.gpu_milli = gpu_milli;
+             r.gpu_memory_mib = gpu_memory_mib;
+             r.compute_milli = compute_milli;
+             r.models = std::move(models);
+             r.mig_profile = std::move(mig_profile);
+             r.gang = std::move(gang);
+             r.validate_and_normalise();
+             return r;
+           }),
+           py::kw_only(), py::arg("name") = "", py::arg("cpu_milli") = 0, py::arg("memory_mib") = 0,
+           py::arg("gpu_count") = 0, py::arg("gpu_milli") = 0, py::arg("gpu_memory_mib") = 0,
+           py::arg("compute_milli") = 0, py::arg("models") = std::vector<std::string>{}, py::arg("mig_profile") = "",
+           py::arg("gang") = "")
+      .def_static("from_json", &g::request_from_json, py::arg("json"))
+      .def_readwrite("name", &g::Request::name)
+      .def_readwrite("cpu_milli", &g::Request::cpu_milli)
+      .def_readwrite("memory_mib", &g::Request::memory_mib)
+      .def_readwrite("gpu_count", &g::Request::gpu_count)
+      .def_readwrite("gpu_milli", &g::Request::gpu_milli)
+      .def_readwrite("gpu_memory_mib", &g::Request::gpu_memory_mib)
+      .def_readwrite("compute_milli", &g::Request::compute_milli)
+      .def_readwrite("models", &g::Request::models)
+      .def_readwrite("mig_profile", &g::Request::mig_profile)
+      .def_readwrite("gang", &g::Request::gang)
+      .def_property_readonly("total_gpu_milli", &g::Request::total_gpu_milli)
+      .def("__repr__", [](const g::Request& r) {
+        return "Request(name='" + r.name + "', cpu_milli=" + std::to_string(r.cpu_milli) +
+               ", gpu_count=" + std::to_string(r.gpu_count) + ", gpu_milli=" + std::to_string(r.gpu_milli) +
+               ", gpu_memory_mib=" + std::to_string(r.gpu_memory_mib) + ", mig_profile='" + r.mig_profile + "')";
+      });
+
+  py::class_<g::Cluster>(m, "Cluster", "Nodes with CPU, memory and GPUs (model, memory, MIG, NVLink topology)")
+      .def(py::init<>())
+      .def_static("from_json", &g::Cluster::from_json, py::arg("json"))
+      .def("to_json", &g::Cluster::to_json)
+      .def(
+          "add_node",
+          [](g::Cluster& c, std::string name, std::int64_t cpu_milli, std::int64_t memory_mib, int gpus,
+             std::int64_t gpu_memory_mib, std::string model, bool mig, int nvlink_islands) {
+            g::NodeSpec s;
+            s.name = std::move(name);
+            s.cpu_milli = cpu_milli;
+            s.memory_mib = memory_mib;
+            s.num_gpus = gpus;
+            s.gpu_memory_mib = gpu_memory_mib;
+            s.model = std::move(model);
+            s.mig = mig;
+            if (nvlink_islands > 0)
+              s.topology = std::make_shared<g::Topology>(g::Topology::nvlink_islands(gpus, nvlink_islands));
+            return c.add_node(std::move(s));
+          },
+          py::arg("name"), py::kw_only(), py::arg("cpu_milli"), py::arg("memory_mib") = 0, py::arg("gpus") = 0,
+          py::arg("gpu_memory_mib") = 0, py::arg("model") = "", py::arg("mig") = false, py::arg("nvlink_islands") = 0)
+      .def_property_readonly("num_nodes", &g::Cluster::num_nodes)
+      .def_property_readonly("total_gpus", &g::Cluster::total_gpus)
+      .def_property_readonly("models", &g::Cluster::models)
+      .def("node_names",
+           [](const g::Cluster& c) {
+             std::vector<std::string> v;
+             for (const auto& n : c.nodes()) v.push_back(n.name);
+             return v;
+           })
+      .def("find_node", &g::Cluster::find_node, py::arg("name"))
+      .def("__len__", &g::Cluster::num_nodes);
+
+  py::class_<g::Snapshot>(m, "Snapshot", "Opaque copy of an allocator's state (for restore)");
+
+  py::class_<g::Allocator, std::shared_ptr<g::Allocator>>(
+      m, "Allocator", "Thread-safe GPU allocator; policy in {best_fit, gpushare, spread, fgd, kubetune}")
+      .def(py::init([](const g::Cluster& c, const std::string& policy, std::optional<std::vector<g::Request>> workload,
+                       double popularity, bool gpu_weighted_typical, bool kube_semantics, bool indexed,
+                       std::uint64_t seed) {
+             auto p = g::make_policy(policy, typical_from(c, workload, popularity, gpu_weighted_typical));
+             p->set_kube_semantics(kube_semantics);
+             g::AllocatorOptions o;
+             o.indexed = indexed;
+             o.seed = seed;
+             return std::make_shared<g::Allocator>(c, p, o);
+           }),
+           py::arg("cluster"), py::arg("policy") = "best_fit", py::kw_only(), py::arg("workload") = py::none(),
+           py::arg("popularity") = 0.95, py::arg("gpu_weighted_typical") = true, py::arg("kube_semantics") = false,
+           py::arg("indexed") = true, py::arg("seed") = 0)
+      .def_property_readonly("policy", &g::Allocator::policy_name)
+      .def_property_readonly("cluster", &g::Allocator::cluster, py::return_value_policy::reference_internal)
+      .def(
+          "place",
+          [](g::Allocator& a, const g::Request& r) -> py::object {
+            std::optional<g::Placement> p;
+            {
+              py::gil_scoped_release rel;
+              p = a.place(r);
+            }
+            if (!p) return py::none();
+            return placement_dict(*p);
+          },
+          py::arg("request"), "Place one request; a placement dict, or None when nothing fits")
+      .def(
+          "place_on",
+          [](g::Allocator& a, const g::Request& r, int node) -> py::object {
+            auto p = a.place_on(r, node);
+            if (!p) return py::none();
+            return placement_dict(*p);
+          },
+          py::arg("request"), py::arg("node"))
+      .def(
+          "place_gang",
+          [](g::Allocator& a, const std::vector<g::Request>& members, const std::string& pref) -> py::object {
+            std::optional<std::vector<g::Placement>> ps;
+            const auto gp = g::parse_gang_preference(pref);
+            {
+              py::gil_scoped_release rel;
+              ps = a.place_gang(members, gp);
+            }
+            if (!ps) return py::none();
+            py::list out;
+            for (const auto& p : *ps) out.append(placement_dict(p));
+            return out;
+          },
+          py::arg("members"), py::arg("preference") = "pack", "All-or-nothing gang placement (None when it fails)")
+      .def("release", &g::Allocator::release, py::arg("id"))
+      .def("release_by_name", &g::Allocator::release_by_name, py::arg("name"))
+      .def("snapshot", &g::Allocator::snapshot)
+      .def("restore", &g::Allocator::restore, py::arg("snapshot"))
+      .def("check_invariants", &g::Allocator::check_invariants, py::call_guard<py::gil_scoped_release>())
+      .def("feasible_nodes",
+           [](const g::Allocator& a, const g::Request& r) {
+             std::vector<int> all(static_cast<std::size_t>(a.cluster().num_nodes()));
+             for (int i = 0; i < a.cluster().num_nodes(); ++i) all[static_cast<std::size_t>(i)] = i;
+             return a.feasible_nodes(r, all);
+           },
+           py::arg("request"))
+      .def("score", &g::Allocator::score, py::arg("request"), py::arg("node"))
+      .def(
+          "node_state",
+          [](const g::Allocator& a, int node) {
+            g::NodeState st = a.node_state(node);
+            py::dict d;
+            d["cpu_free"] = st.cpu_free;
+            d["memory_free"] = st.memory_free;
+            py::list gl;
+            for (const auto& gs : st.gpus) {
+              py::dict x;
+              x["milli_free"] = gs.milli_free;
+              x["memory_free"] = gs.memory_free;
+              x["mig_used_mask"] = static_cast<int>(gs.mig.used_mask);
+              gl.append(x);
+            }
+            d["gpus"] = gl;
+            return d;
+          },
+          py::arg("node"))
+      .def(
+          "stats",
+          [](const g::Allocator& a, std::optional<std::vector<g::Request>> workload) {
+            g::AllocatorStats s = a.stats(typical_from(a.cluster(), workload, 0.95, true));
+            py::dict d;
+            d["gpu_milli_capacity"] = s.gpu_milli_capacity;
+            d["gpu_milli_allocated"] = s.gpu_milli_allocated;
+            d["cpu_milli_allocated"] = s.cpu_milli_allocated;
+            d["placements"] = s.placements;
+            d["fully_free_gpus"] = s.fully_free_gpus;
+            d["fragmentation_milli"] = s.fragmentation_milli;
+            d["fragmentation_ratio"] = s.fragmentation_ratio;
+            return d;
+          },
+          py::arg("workload") = py::none());
+
+  py::class_<g::Extender>(m, "Extender", "Kubernetes scheduler-extender JSON handlers over an Allocator")
+      .def(py::init([](std::shared_ptr<g::Allocator> a, std::int64_t unit) {
+             g::ExtenderConfig cfg;
+             cfg.gpu_mem_unit_mib = unit;
+             return std::make_unique<g::Extender>(std::move(a), cfg);
+           }),
+           py::arg("allocator"), py::arg("gpu_mem_unit_mib") = 1024)
+      .def("filter", &g::Extender::filter, py::arg("extender_args_json"), py::call_guard<py::gil_scoped_release>())
+      .def("prioritize", &g::Extender::prioritize, py::arg("extender_args_json"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("bind", &g::Extender::bind, py::arg("binding_args_json"), py::call_guard<py::gil_scoped_release>())
+      .def("release", &g::Extender::release, py::arg("pod_ref_json"), py::call_guard<py::gil_scoped_release>());
+
+  m.def("load_trace_cluster", &g::load_trace_cluster, py::arg("csv_path"), py::arg("gpu_nodes_only") = true);
+  m.def("load_trace_pods", &g::load_trace_pods, py::arg("csv_path"));
+  m.def(
+      "synthetic_trace",
+      [](int nodes, int pods, std::uint64_t seed) {
+        g::SyntheticTrace t = g::synthetic_trace(nodes, pods, seed);
+        return py::make_tuple(t.cluster, t.pods);
+      },
+      py::arg("num_nodes"), py::arg("num_pods"), py::arg("seed") = 0,
+      "Seeded (Cluster, [Request]) with the Alibaba trace's shapes");
+  m.def(
+      "replay",
+      [](const g::Cluster& c, const std::vector<g::Request>& pods, const std::string& policy, std::uint64_t seed,
+         double inflation, bool kube_semantics, bool gpu_weighted_typical, double step_pct) {
+        g::ReplayOptions o;
+        o.policy = policy;
+        o.seed = seed;
+        o.inflation = inflation;
+        o.kube_semantics = kube_semantics;
+        o.gpu_weighted_typical = gpu_weighted_typical;
+        o.step_pct = step_pct;
+        g::ReplayResult r;
+        {
+          py::gil_scoped_release rel;
+          r = g::replay(c, pods, o);
+        }
+        py::dict d;
+        d["policy"] = r.policy;
+        d["seed"] = r.seed;
+        d["pods_arrived"] = r.pods_arrived;
+        d["pods_failed"] = r.pods_failed;
+        d["seconds"] = r.seconds;
+        d["at_100"] = point_dict(r.at_100);
+        py::list curve;
+        for (const auto& p : r.curve) curve.append(point_dict(p));
+        d["curve"] = curve;
+        return d;
+      },
+      py::arg("cluster"), py::arg("pods"), py::arg("policy") = "fgd", py::kw_only(), py::arg("seed") = 42,
+      py::arg("inflation") = 1.3, py::arg("kube_semantics") = true, py::arg("gpu_weighted_typical") = true,
+      py::arg("step_pct") = 1.0,
+      "FGD-paper replay: sample with replacement to inflation x GPU capacity, shuffle, place one by one");
+  m.def(
+      "mig_feasible_starts",
+      [](const std::string& profile, const std::vector<std::pair<std::string, int>>& placed) {
+        g::MigState s;
+        for (const auto& [p, start] : placed) s.place(g::mig_profile(p), start);
+        return s.feasible_starts(g::mig_profile(profile));
+      },
+      py::arg("profile"), py::arg("placed") = std::vector<std::pair<std::string, int>>{},
+      "Start slots where `profile` fits on a MIG GPU already holding `placed` [(profile, start), ...]");
+  m.def("policy_names", &g::policy_names);
+  m.attr("GPU_MEM_RESOURCE") = g::kGpuMemResource;
+}
 
 }  // namespace kubetune::python
