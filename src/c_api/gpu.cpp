@@ -1,0 +1,144 @@
+// C API of the gpu module: allocator handle, place / gang / release / stats and the extender verbs, all JSON.
+#include "kubetune/c_api/gpu.h"
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "c_api_internal.hpp"
+#include "kubetune/sched/gpu/allocator.hpp"
+#include "kubetune/sched/gpu/extender.hpp"
+
+namespace g = kubetune::sched::gpu;
+using nlohmann::json;
+
+struct kt_gpu_allocator {
+  std::shared_ptr<g::Allocator> alloc;
+  std::unique_ptr<g::Extender> ext;
+};
+
+namespace {
+json parse_or_throw(const char* s, const char* what) {
+  KT_CHECK(s != nullptr, InvalidArgument, what, " must not be NULL");
+  try {
+    return json::parse(s);
+  } catch (const std::exception& e) {
+    KT_THROW(InvalidArgument, what, " does not parse as JSON: ", e.what());
+  }
+}
+
+json placement_json(const g::Allocator& a, const g::Placement& p) {
+  json j = json::parse(g::placement_to_json(p));
+  j["placed"] = true;
+  j["node_name"] = a.cluster().node(p.node).name;
+  return j;
+}
+}  // namespace
+
+extern "C" {
+
+KT_API int kt_gpu_allocator_create(const char* cluster_json, const char* options_json, kt_gpu_allocator** out,
+                                   char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out != nullptr, InvalidArgument, "out must not be NULL");
+  KT_CHECK(cluster_json != nullptr, InvalidArgument, "cluster_json must not be NULL");
+  g::Cluster c = g::Cluster::from_json(cluster_json);
+  json o = options_json ? parse_or_throw(options_json, "options_json") : json::object();
+  KT_CHECK(o.is_object(), InvalidArgument, "options_json must be a JSON object");
+  const std::string policy = o.value("policy", std::string("best_fit"));
+  std::vector<g::TypicalPod> typical;
+  if (o.contains("workload")) {
+    KT_CHECK(o["workload"].is_array(), InvalidArgument, "options field 'workload' must be an array of requests");
+    std::vector<g::Request> w;
+    for (const json& r : o["workload"]) w.push_back(g::request_from_json(r.dump()));
+    typical = g::typical_pods(c, w, o.value("popularity", 0.95), true, o.value("gpu_weighted_typical", true));
+  }
+  auto p = g::make_policy(policy, typical);
+  p->set_kube_semantics(o.value("kube_semantics", false));
+  g::AllocatorOptions ao;
+  ao.indexed = o.value("indexed", true);
+  ao.seed = o.value("seed", std::uint64_t{0});
+  g::ExtenderConfig ec;
+  ec.gpu_mem_unit_mib = o.value("gpu_mem_unit_mib", std::int64_t{1024});
+  auto h = std::make_unique<kt_gpu_allocator>();
+  h->alloc = std::make_shared<g::Allocator>(std::move(c), p, ao);
+  h->ext = std::make_unique<g::Extender>(h->alloc, ec);
+  *out = h.release();
+  KT_API_END(err_out)
+}
+
+KT_API void kt_gpu_allocator_free(kt_gpu_allocator* a) { delete a; }
+
+KT_API int kt_gpu_place(kt_gpu_allocator* a, const char* request_json, int node, char** placement_json_out,
+                        char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(a && request_json && placement_json_out, InvalidArgument,
+           "allocator, request_json and placement_json_out must not be NULL");
+  const g::Request r = g::request_from_json(request_json);
+  auto p = node >= 0 ? a->alloc->place_on(r, node) : a->alloc->place(r);
+  *placement_json_out = kubetune::capi::dup_string(p ? placement_json(*a->alloc, *p).dump() : json{{"placed", false}}.dump());
+  KT_API_END(err_out)
+}
+
+KT_API int kt_gpu_place_gang(kt_gpu_allocator* a, const char* members_json, const char* preference,
+                             char** result_json_out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(a && result_json_out, InvalidArgument, "allocator and result_json_out must not be NULL");
+  const json m = parse_or_throw(members_json, "members_json");
+  KT_CHECK(m.is_array(), InvalidArgument, "members_json must be a JSON array of requests");
+  std::vector<g::Request> rs;
+  for (const json& r : m) rs.push_back(g::request_from_json(r.dump()));
+  auto ps = a->alloc->place_gang(rs, g::parse_gang_preference(preference ? preference : "pack"));
+  json out{{"placed", ps.has_value()}};
+  if (ps) {
+    out["placements"] = json::array();
+    for (const auto& p : *ps) out["placements"].push_back(placement_json(*a->alloc, p));
+  }
+  *result_json_out = kubetune::capi::dup_string(out.dump());
+  KT_API_END(err_out)
+}
+
+KT_API int kt_gpu_release(kt_gpu_allocator* a, uint64_t placement_id, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(a != nullptr, InvalidArgument, "allocator must not be NULL");
+  a->alloc->release(placement_id);
+  KT_API_END(err_out)
+}
+
+KT_API int kt_gpu_stats(const kt_gpu_allocator* a, char** stats_json_out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(a && stats_json_out, InvalidArgument, "allocator and stats_json_out must not be NULL");
+  const g::AllocatorStats s = a->alloc->stats();
+  *stats_json_out = kubetune::capi::dup_string(json{{"gpu_milli_capacity", s.gpu_milli_capacity},
+                                                    {"gpu_milli_allocated", s.gpu_milli_allocated},
+                                                    {"cpu_milli_allocated", s.cpu_milli_allocated},
+                                                    {"placements", s.placements},
+                                                    {"fully_free_gpus", s.fully_free_gpus}}
+                                                   .dump());
+  KT_API_END(err_out)
+}
+
+KT_API int kt_gpu_check_invariants(const kt_gpu_allocator* a, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(a != nullptr, InvalidArgument, "allocator must not be NULL");
+  a->alloc->check_invariants();
+  KT_API_END(err_out)
+}
+
+KT_API int kt_gpu_extender(kt_gpu_allocator* a, const char* verb, const char* body_json, char** response_json_out,
+                           char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(a && verb && body_json && response_json_out, InvalidArgument,
+           "allocator, verb, body_json and response_json_out must not be NULL");
+  const std::string v = verb;
+  std::string out;
+  if (v == "filter") out = a->ext->filter(body_json);
+  else if (v == "prioritize") out = a->ext->prioritize(body_json);
+  else if (v == "bind") out = a->ext->bind(body_json);
+  else if (v == "release") out = a->ext->release(body_json);
+  else KT_THROW(InvalidArgument, "extender verb '", v, "' is not one of filter, prioritize, bind, release");
+  *response_json_out = kubetune::capi::dup_string(out);
+  KT_API_END(err_out)
+}
+
+}  // extern "C"
