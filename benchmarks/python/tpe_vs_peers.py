@@ -1,0 +1,273 @@
+"""kubetune TPE vs Optuna TPESampler (univariate, multivariate) vs hyperopt TPE: quality and time per suggestion.
+
+Quality: best value after 100 and 300 trials (one run of 300 per seed, read at both budgets), median and IQR
+over seeds, on Branin, Hartmann6, Ackley-5d, Levy-4d and Styblinski-Tang-8d (functions written below from
+their definitions in Surjanovic & Bingham's Virtual Library of Simulation Experiments).
+Timing: CPU time (time.process_time) of one suggestion on a study pre-filled with n complete trials of a
+10-parameter float space; Optuna times study.ask() with fixed distributions (sampler.sample_relative +
+sample_independent), kubetune times Study.ask() through the Python binding.
+
+Peers are optional (pip install '.[peers]'); missing ones are skipped. Example (the recorded run):
+    PYTHONPATH=python .venv/bin/python benchmarks/python/tpe_vs_peers.py --seeds 20 --out /tmp/tpe.json
+Fewer seeds / functions for a quick look:
+    ... tpe_vs_peers.py --seeds 3 --functions branin hartmann6 --timing-n 100 1000
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+import numpy as np
+
+import kubetune as kt
+
+# ----------------------------------------------------------------------------------------------- functions
+
+
+def branin(x):
+    a, b, c, r, s, t = 1.0, 5.1 / (4 * math.pi**2), 5 / math.pi, 6.0, 10.0, 1 / (8 * math.pi)
+    return a * (x[1] - b * x[0] ** 2 + c * x[0] - r) ** 2 + s * (1 - t) * math.cos(x[0]) + s
+
+
+_H6_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+_H6_A = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14], [3, 3.5, 1.7, 10, 17, 8],
+                  [17, 8, 0.05, 10, 0.1, 14]])
+_H6_P = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+                         [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])
+
+
+def hartmann6(x):
+    x = np.asarray(x)
+    return float(-np.sum(_H6_ALPHA * np.exp(-np.sum(_H6_A * (x - _H6_P) ** 2, axis=1))))
+
+
+def ackley(x):
+    x = np.asarray(x)
+    d = len(x)
+    return float(-20 * np.exp(-0.2 * np.sqrt(np.sum(x**2) / d)) - np.exp(np.sum(np.cos(2 * np.pi * x)) / d)
+                 + 20 + math.e)
+
+
+def levy(x):
+    w = 1 + (np.asarray(x) - 1) / 4
+    t1 = np.sin(np.pi * w[0]) ** 2
+    t2 = np.sum((w[:-1] - 1) ** 2 * (1 + 10 * np.sin(np.pi * w[:-1] + 1) ** 2))
+    t3 = (w[-1] - 1) ** 2 * (1 + np.sin(2 * np.pi * w[-1]) ** 2)
+    return float(t1 + t2 + t3)
+
+
+def styblinski_tang(x):
+    x = np.asarray(x)
+    return float(0.5 * np.sum(x**4 - 16 * x**2 + 5 * x))
+
+
+# name -> (function, bounds, known minimum)
+FUNCTIONS = {
+    "branin": (branin, [(-5.0, 10.0), (0.0, 15.0)], 0.397887357729739),
+    "hartmann6": (hartmann6, [(0.0, 1.0)] * 6, -3.32236801141551),
+    "ackley5": (ackley, [(-32.768, 32.768)] * 5, 0.0),
+    "levy4": (levy, [(-10.0, 10.0)] * 4, 0.0),
+    "styblinski_tang8": (styblinski_tang, [(-5.0, 5.0)] * 8, -39.16616570377142 * 8),
+}
+
+# ----------------------------------------------------------------------------------------------- runners
+
+
+def run_kubetune(f, bounds, n, seed, multivariate):
+    space = kt.SearchSpace()
+    for i, (lo, hi) in enumerate(bounds):
+        space.add_float(f"x{i}", lo, hi)
+    study = kt.Study(space, searcher=kt.TPE(multivariate=multivariate), seed=seed)
+    ys = []
+    for _ in range(n):
+        t = study.ask()
+        y = f([t.params[f"x{i}"] for i in range(len(bounds))])
+        study.tell(t, y)
+        ys.append(y)
+    return ys
+
+
+def run_optuna(f, bounds, n, seed, multivariate):
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=multivariate)
+    study = optuna.create_study(sampler=sampler)
+    ys = []
+
+    def objective(trial):
+        y = f([trial.suggest_float(f"x{i}", lo, hi) for i, (lo, hi) in enumerate(bounds)])
+        ys.append(y)
+        return y
+
+    study.optimize(objective, n_trials=n)
+    return ys
+
+
+def run_hyperopt(f, bounds, n, seed):
+    import hyperopt
+
+    space = [hyperopt.hp.uniform(f"x{i}", lo, hi) for i, (lo, hi) in enumerate(bounds)]
+    trials = hyperopt.Trials()
+    hyperopt.fmin(lambda x: f(list(x)), space, algo=hyperopt.tpe.suggest, max_evals=n, trials=trials,
+                  rstate=np.random.default_rng(seed), show_progressbar=False)
+    return list(trials.losses())
+
+
+def have(module):
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        return False
+
+
+def methods(selected):
+    out = {}
+    if "kubetune" in selected:
+        out["kubetune"] = lambda f, b, n, s: run_kubetune(f, b, n, s, False)
+    if "kubetune-mv" in selected:
+        out["kubetune-mv"] = lambda f, b, n, s: run_kubetune(f, b, n, s, True)
+    if have("optuna"):
+        if "optuna" in selected:
+            out["optuna"] = lambda f, b, n, s: run_optuna(f, b, n, s, False)
+        if "optuna-mv" in selected:
+            out["optuna-mv"] = lambda f, b, n, s: run_optuna(f, b, n, s, True)
+    if have("hyperopt") and "hyperopt" in selected:
+        out["hyperopt"] = run_hyperopt
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- timing
+
+
+def time_kubetune(n, reps, multivariate):
+    rng = np.random.default_rng(0)
+    space = kt.SearchSpace()
+    for i in range(10):
+        space.add_float(f"x{i}", -5.0, 5.0)
+    study = kt.Study(space, searcher=kt.TPE(multivariate=multivariate), seed=1)
+    for _ in range(n):
+        p = {f"x{i}": float(v) for i, v in enumerate(rng.uniform(-5, 5, 10))}
+        study.add_trial(p, float(sum(v * v for v in p.values())))
+    cpu, wall = [], []
+    for _ in range(reps):
+        c0, w0 = time.process_time(), time.perf_counter()
+        t = study.ask()
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+        study.tell(t, state="failed")  # failed trials are ignored: n stays the model's size
+    return float(np.median(cpu)), float(np.median(wall))
+
+
+def time_optuna(n, reps, multivariate):
+    import optuna
+    from optuna.distributions import FloatDistribution
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    rng = np.random.default_rng(0)
+    dists = {f"x{i}": FloatDistribution(-5.0, 5.0) for i in range(10)}
+    trials = []
+    for _ in range(n):
+        p = {k: float(v) for k, v in zip(dists, rng.uniform(-5, 5, 10))}
+        trials.append(optuna.trial.create_trial(params=p, distributions=dists, value=sum(v * v for v in p.values())))
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=1, multivariate=multivariate))
+    study.add_trials(trials)
+    cpu, wall = [], []
+    for _ in range(reps):
+        c0, w0 = time.process_time(), time.perf_counter()
+        t = study.ask(dists)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+        study.tell(t, state=optuna.trial.TrialState.FAIL)
+    return float(np.median(cpu)), float(np.median(wall))
+
+
+# ----------------------------------------------------------------------------------------------- main
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--budgets", type=int, nargs="+", default=[100, 300])
+    ap.add_argument("--functions", nargs="+", default=list(FUNCTIONS))
+    ap.add_argument("--methods", nargs="+", default=["kubetune", "kubetune-mv", "optuna", "optuna-mv", "hyperopt"])
+    ap.add_argument("--timing-n", type=int, nargs="+", default=[100, 1000, 5000])
+    ap.add_argument("--timing-reps", type=int, default=5)
+    ap.add_argument("--skip-quality", action="store_true")
+    ap.add_argument("--skip-timing", action="store_true")
+    ap.add_argument("--out", default=None, help="write raw results as JSON")
+    args = ap.parse_args(argv)
+
+    results = {"args": vars(args), "quality": {}, "timing": {}}
+
+    def save():
+        if args.out:
+            with open(args.out, "w") as fh:
+                json.dump(results, fh, indent=1)
+
+    if not args.skip_quality:
+        ms = methods(set(args.methods))
+        n = max(args.budgets)
+        for fname in args.functions:
+            f, bounds, fmin = FUNCTIONS[fname]
+            for mname, run in ms.items():
+                bests = {b: [] for b in args.budgets}
+                t0 = time.perf_counter()
+                for seed in range(args.seeds):
+                    ys = run(f, bounds, n, seed)
+                    for b in args.budgets:
+                        bests[b].append(float(np.min(ys[:b])))
+                results["quality"].setdefault(fname, {})[mname] = {str(b): v for b, v in bests.items()}
+                print(f"{fname:17s} {mname:12s} " + "  ".join(
+                    f"n={b}: median {np.median(v):.4g} IQR [{np.percentile(v, 25):.4g}, {np.percentile(v, 75):.4g}]"
+                    for b, v in bests.items()) + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
+                save()
+
+    if not args.skip_timing:
+        for n in args.timing_n:
+            row = {}
+            for mv in (False, True):
+                tag = "-mv" if mv else ""
+                row["kubetune" + tag] = time_kubetune(n, args.timing_reps, mv)
+                if have("optuna"):
+                    row["optuna" + tag] = time_optuna(n, args.timing_reps, mv)
+            results["timing"][str(n)] = row
+            print(f"n={n:5d} " + "  ".join(f"{k}: {v[0] * 1e3:.3f} ms cpu / {v[1] * 1e3:.3f} ms wall"
+                                           for k, v in row.items()), flush=True)
+            save()
+
+    # Markdown summary.
+    if results["quality"]:
+        print("\n| function | budget | " + " | ".join(m for m in next(iter(results["quality"].values()))) + " |")
+        for fname, per in results["quality"].items():
+            for b in args.budgets:
+                cells = []
+                for m, v in per.items():
+                    xs = v[str(b)]
+                    cells.append(f"{np.median(xs):.4g} [{np.percentile(xs, 25):.3g}, {np.percentile(xs, 75):.3g}]")
+                print(f"| {fname} | {b} | " + " | ".join(cells) + " |")
+        wins = []
+        for fname, per in results["quality"].items():
+            for b in args.budgets:
+                if "optuna" in per and "kubetune" in per:
+                    wins.append(np.median(per["kubetune"][str(b)]) <= np.median(per["optuna"][str(b)]))
+        if wins:
+            print(f"\nkubetune TPE median best <= Optuna TPE median best on {sum(wins)} of {len(wins)} pairs")
+    if results["timing"]:
+        print("\n| n | " + " | ".join(next(iter(results["timing"].values()))) + " |")
+        for n, row in results["timing"].items():
+            print(f"| {n} | " + " | ".join(f"{v[0] * 1e3:.3f}" for v in row.values()) + " |")
+        for n, row in results["timing"].items():
+            if "optuna" in row:
+                print(f"n={n}: speed-up vs Optuna TPE {row['optuna'][0] / row['kubetune'][0]:.0f}x (univariate), "
+                      f"{row['optuna-mv'][0] / row['kubetune-mv'][0]:.0f}x (multivariate), CPU time")
+    save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""kt.TPE: settings (Optuna defaults, hyperopt preset, Katib names), quality vs random, batches, save/load."""
+import math
+
+import numpy as np
+import pytest
+
+import kubetune as kt
+
+
+def branin(p):
+    x1, x2 = p["x1"], p["x2"]
+    b, c, t = 5.1 / (4 * math.pi**2), 5 / math.pi, 1 / (8 * math.pi)
+    return (x2 - b * x1**2 + c * x1 - 6) ** 2 + 10 * (1 - t) * math.cos(x1) + 10
+
+
+def branin_space():
+    return kt.SearchSpace().add_float("x1", -5, 10).add_float("x2", 0, 15)
+
+
+def best_of(searcher, seed, n=100):
+    study = kt.Study(branin_space(), searcher=searcher, seed=seed)
+    for _ in range(n):
+        t = study.ask()
+        study.tell(t, branin(t.params))
+    return study.best.value
+
+
+def test_defaults_are_optunas():
+    t = kt.TPE()
+    c = t.config()
+    assert c["type"] == "tpe"
+    assert (c["n_startup_trials"], c["n_ei_candidates"], c["prior_weight"]) == (10, 24, 1.0)
+    assert c["consider_magic_clip"] and not c["consider_endpoints"] and not c["multivariate"]
+    assert [t.n_below(n) for n in (0, 10, 11, 100, 1000)] == [0, 1, 2, 10, 25]
+    h = kt.TPE.hyperopt()
+    assert h.n_startup_trials == 20
+    assert h.n_below(100) == 3  # ceil(0.25 * sqrt(100))
+
+
+def test_katib_settings_and_round_trip():
+    t = kt.TPE.from_katib({"n_startup_trials": "5", "n_ei_candidates": "12", "random_state": "3",
+                           "gamma": "0.2", "prior_weight": "2"})
+    c = t.config()
+    assert (c["n_startup_trials"], c["n_ei_candidates"], c["random_state"], c["gamma"], c["prior_weight"]) == (
+        5, 12, 3, 0.2, 2.0)
+    mv = kt.TPE.from_katib([{"name": "n_startup_trials", "value": "7"}], multivariate=True)
+    assert mv.multivariate and mv.n_startup_trials == 7
+    assert kt.make_searcher({"type": "multivariate-tpe"}).config()["multivariate"] is True
+    assert kt.make_searcher(t.config()).config() == c
+
+
+@pytest.mark.parametrize("settings,needle", [({"n_startup_trial": 3}, "n_startup_trial"),
+                                             ({"gamma": "abc"}, "gamma"),
+                                             ({"prior_weight": 0}, "prior_weight"),
+                                             ({"n_ei_candidates": 0}, "n_ei_candidates")])
+def test_bad_settings_raise_value_error_naming_the_key(settings, needle):
+    with pytest.raises(ValueError, match=needle):
+        kt.TPE.from_katib(settings)
+
+
+def test_bad_keyword_raises():
+    with pytest.raises(ValueError, match="gamma_rule"):
+        kt.TPE(gamma_rule="cubic")
+    with pytest.raises(TypeError):
+        kt.TPE(10)  # keyword-only
+
+
+def test_beats_random_on_branin():
+    tpe = [best_of(kt.TPE(), s) - 0.397887 for s in range(12)]
+    rnd = [best_of(kt.RandomSearch(), s) - 0.397887 for s in range(12)]
+    assert np.median(tpe) < 0.5 * np.median(rnd), (np.median(tpe), np.median(rnd))
+
+
+def test_batch_of_eight_is_distinct_and_liars_keep_batches_apart():
+    study = kt.Study(branin_space(), searcher=kt.TPE(multivariate=True), seed=4)
+    for _ in range(20):
+        t = study.ask()
+        study.tell(t, branin(t.params))
+    b1 = study.ask(8)
+    b2 = study.ask(8)
+    pts = {(t.params["x1"], t.params["x2"]) for t in b1 + b2}
+    assert len(b1) == 8 and len(pts) == 16
+
+
+def test_small_discrete_space_batch_has_no_repeats():
+    space = kt.SearchSpace().add_int("a", 0, 3).add_categorical("b", ["x", "y", "z"])
+    study = kt.Study(space, searcher=kt.TPE(n_startup_trials=4), seed=0)
+    seen = set()
+    for _ in range(3):
+        for t in study.ask(4):
+            key = (t.params["a"], t.params["b"])
+            assert key not in seen
+            seen.add(key)
+            study.tell(t, t.params["a"])
+
+
+def test_save_load_continues_identically(tmp_path):
+    space = (kt.SearchSpace().add_float("lr", 1e-5, 1e-1, log=True).add_int("layers", 1, 6)
+             .add_categorical("opt", ["sgd", "adam"]).add_float("momentum", 0.0, 0.99)
+             .set_condition("momentum", "opt", ["sgd"]))
+
+    def f(p):
+        return (math.log10(p["lr"]) + 3) ** 2 + abs(p["layers"] - 3) * 0.1 + p.get("momentum", 0.5)
+
+    a = kt.Study(space, searcher=kt.TPE(), seed=7)
+    for i in range(25):
+        t = a.ask()
+        if i % 6 == 5:
+            a.tell(t, state="failed")
+        else:
+            a.tell(t, f(t.params))
+    a.ask(2)  # left running across the save
+    path = str(tmp_path / "study.json")
+    a.save(path)
+    b = kt.Study.load(path)
+    for _ in range(15):
+        ta, tb = a.ask(), b.ask()
+        assert ta.params == tb.params
+        a.tell(ta, f(ta.params))
+        b.tell(tb, f(tb.params))
+
+
+def test_conditional_parameters_only_when_active():
+    space = (kt.SearchSpace().add_categorical("model", ["svm", "tree"]).add_float("C", 1e-3, 1e3, log=True)
+             .add_int("depth", 1, 12).set_condition("C", "model", ["svm"]).set_condition("depth", "model", ["tree"]))
+    study = kt.Study(space, searcher=kt.TPE(multivariate=True), seed=2)
+    for _ in range(40):
+        t = study.ask()
+        assert ("C" in t.params) == (t.params["model"] == "svm")
+        assert ("depth" in t.params) == (t.params["model"] == "tree")
+        study.tell(t, abs(t.params.get("depth", 20) - 5))
+    assert study.best.value <= 1
