@@ -53,4 +53,15 @@ def regret(name_or_function: "str | Function", best_value: float, dim: Optional[
     return float(best_value) - f.optimum
 
 
-__all__ = ["Function", "names", "get", "regret"] + list(_native.names())
+# Other modules add their benchmarks to the same native submodule (e.g. multifidelity's LearningCurves):
+# re-export every public name found there.
+def _reexport_native() -> None:
+    for name in dir(_native):
+        if not name.startswith("_") and name not in globals():
+            globals()[name] = getattr(_native, name)
+
+
+_reexport_native()
+
+__all__ = sorted({"Function", "names", "get", "regret", *_native.names(),
+                  *(n for n in dir(_native) if not n.startswith("_"))})
