@@ -108,7 +108,7 @@ std::vector<Trial> Study::ask(std::size_t n) {
   }
   if (out.size() < n) {
     Rng rng(seed_, ask_counter_++);
-    SearchContext ctx{space_, trials_, directions_, rng};
+    SearchContext ctx{space_, trials_, directions_, rng, seed_};
     std::size_t want = n - out.size();
     std::vector<Suggestion> sugg = searcher_->ask(ctx, want);
     KT_CHECK(sugg.size() <= want, StateError, "searcher '", searcher_->type(), "' returned ", sugg.size(),
@@ -186,7 +186,7 @@ bool Study::should_prune(std::int64_t id) {
   Trial& t = find_locked(id);
   if (t.state != TrialState::Running) return false;
   Rng rng(seed_, ~ask_counter_);
-  SearchContext ctx{space_, trials_, directions_, rng};
+  SearchContext ctx{space_, trials_, directions_, rng, seed_};
   if (pruner_) return pruner_->should_prune(ctx, t);
   return searcher_->should_prune(ctx, t);
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +25,8 @@ struct SearchContext {
   const std::vector<Trial>& trials;
   const std::vector<Direction>& directions;
   Rng& rng;
+  /// The study's seed (the rng above already depends on it); for searchers that seed their own structures.
+  std::uint64_t study_seed = 0;
 
   /// Objective 0 signed so that lower is better (NaN if the trial has no value).
   double loss(const Trial& t) const noexcept;

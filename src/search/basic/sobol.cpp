@@ -165,7 +165,8 @@ std::vector<Suggestion> Sobol::ask(const SearchContext& ctx, std::size_t n) {
   std::vector<Suggestion> out;
   if (n == 0) return out;
   out.reserve(n);
-  SobolSequence seq(ctx.space.size(), cfg_.scramble, cfg_.seed);
+  // The scramble depends on the searcher's seed and the study's seed (study seed 0 leaves it unchanged).
+  SobolSequence seq(ctx.space.size(), cfg_.scramble, cfg_.seed ^ (ctx.study_seed * 0x9E3779B97F4A7C15ULL));
   seq.seek(next);
   std::vector<double> u(ctx.space.size());
   for (std::size_t i = 0; i < n; ++i) {
