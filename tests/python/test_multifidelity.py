@@ -226,3 +226,42 @@ def test_searchers_roundtrip_through_config():
         assert kt._native.make_searcher(s.config()).config() == s.config()
     for p in [kt.MedianStop(rule="katib"), kt.PercentilePruner(10.0), _asha_pruner()(eta=4)]:
         assert p.config()["type"] in ("median_stop", "percentile", "asha")
+
+
+def _katib_reference(r_l, eta):
+    """Transcription of Katib's hyperband service.py state machine (settings round-trip included)."""
+    eta, r_l = float(eta), float(r_l)
+    s_max = int(math.log(r_l) / math.log(eta))
+    out = []
+    for s in range(s_max, -1, -1):
+        n = int(math.ceil(float(s_max + 1) * (float(eta**s) / float(s + 1))))
+        r = r_l * eta ** (-s)
+        rungs = [(n, float(int(r)))]
+        r = int(float(str(r)))  # algorithm settings carry r as a string; convert() reads int(float(.))
+        for i in range(s):
+            n_i = math.ceil(n * eta ** (-i))
+            top = int(math.ceil(n_i / eta))
+            rungs.append((top, float(int(r * eta ** (i + 1)))))
+        out.append(rungs)
+    return out
+
+
+def _exact_reference(R, eta):
+    """Li et al. 2018, Algorithm 1 with rational arithmetic."""
+    from fractions import Fraction
+
+    s_max = 0
+    while eta ** (s_max + 1) <= R:
+        s_max += 1
+    out = []
+    for s in range(s_max, -1, -1):
+        n = math.ceil(Fraction(s_max + 1, s + 1) * eta**s)
+        out.append([(n // eta**i, float(Fraction(R, eta ** (s - i)))) for i in range(s + 1)])
+    return out
+
+
+@pytest.mark.parametrize("R", [9, 10, 16, 27, 64, 81, 100, 243, 729, 1000])
+@pytest.mark.parametrize("eta", [2, 3, 4])
+def test_tables_match_independent_references(R, eta):
+    assert [b["rungs"] for b in _brackets(R, eta, mode="katib")] == _katib_reference(R, eta)
+    assert [b["rungs"] for b in _brackets(R, eta)] == _exact_reference(R, eta)
