@@ -7,7 +7,7 @@ Cost = epochs trained. Random trains 81 epochs per trial; Hyperband/BOHB train e
 pruned. A run reaches the target when a configuration trained for all 81 epochs shows a value <= target.
 Runs that never reach it count as the cap in the median.
 
-    PYTHONPATH=python .venv/bin/python benchmarks/python/multifidelity_vs_optuna.py [--seeds 5] [--target 0.05]
+    PYTHONPATH=python .venv/bin/python benchmarks/python/multifidelity_vs_optuna.py [--seeds 10] [--target 0.03] [--cap 60000]
 """
 from __future__ import annotations
 
@@ -66,9 +66,9 @@ def run_optuna(seed: int, target: float, cap: float, pruner_name: str, sampler_n
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--target", type=float, default=0.05)
-    ap.add_argument("--cap", type=float, default=40000.0)
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--target", type=float, default=0.03)
+    ap.add_argument("--cap", type=float, default=60000.0)
     args = ap.parse_args()
     methods = {f"kubetune {k}": v for k, v in dm.METHODS.items()}
     try:
