@@ -1,6 +1,127 @@
-"""kubetune.autoscale — placeholder until the module lands."""
+"""kubetune.autoscale: Knative KPA and Kubernetes HPA maths, Erlang-C latency sizing, and a trace simulator.
+
+Everything numeric lives in C++ (``kubetune._kubetune.autoscale``) and is re-exported here; this module adds
+side-by-side comparisons, plots (matplotlib) and the demo section.
+"""
 from __future__ import annotations
+
+from typing import Dict, Mapping, Optional
+
+from ._kubetune import autoscale as _native
+
+# Re-export every public name of the native submodule.
+for _name in dir(_native):
+    if not _name.startswith("_"):
+        globals()[_name] = getattr(_native, _name)
+del _name
+
+__all__ = [n for n in dir(_native) if not n.startswith("_")] + [
+    "standard_configs",
+    "compare",
+    "summary_table",
+    "plot_simulation",
+]
+
+
+def standard_configs(
+    service_time: float = 0.1,
+    concurrency: int = 10,
+    pod_startup_delay: float = 10.0,
+    latency: float = 0.5,
+    quantile: float = 0.95,
+    max_replicas: int = 200,
+    slo_headroom: float = 1.1,
+) -> Dict[str, "_native.SimConfig"]:
+    """Three comparable simulator configs on the same workload model.
+
+    * ``kpa``: Knative KPA with upstream defaults, ``containerConcurrency = concurrency`` (target 70 %).
+    * ``hpa``: HPA on in-flight requests per pod, target 70 % of ``concurrency``, autoscaling/v2 defaults.
+    * ``slo``: Erlang-C sizing for P(latency <= ``latency``) >= ``quantile`` from the recent peak rate.
+    """
+    slo = _native.LatencySlo(latency=latency, quantile=quantile)
+    common = dict(
+        service_time=service_time,
+        container_concurrency=concurrency,
+        pod_startup_delay=pod_startup_delay,
+        slo=slo,
+        max_replicas=max_replicas,
+    )
+    kpa = _native.SimConfig(policy=_native.SimPolicy.kpa, **common)
+    kpa.kpa_revision = _native.KpaRevision(container_concurrency=concurrency)
+    hpa = _native.SimConfig(policy=_native.SimPolicy.hpa, **common)
+    hpa.hpa = _native.HpaSpec(1, max_replicas)
+    slo_cfg = _native.SimConfig(policy=_native.SimPolicy.slo, slo_headroom=slo_headroom, **common)
+    return {"kpa": kpa, "hpa": hpa, "slo": slo_cfg}
+
+
+def compare(trace: "_native.Trace", configs: Mapping[str, "_native.SimConfig"]) -> Dict[str, "_native.SimResult"]:
+    """Run the same trace through each config; returns {name: SimResult} in the given order."""
+    return {name: _native.simulate(trace, cfg) for name, cfg in configs.items()}
+
+
+def summary_table(results: Mapping[str, "_native.SimResult"]) -> str:
+    """A fixed-width table: pod-seconds, mean ready pods, SLO violations, cold starts, scale events."""
+    head = f"{'policy':<8} {'pod-seconds':>12} {'mean pods':>10} {'SLO viol. %':>12} {'cold starts':>12} {'scalings':>9}"
+    lines = [head, "-" * len(head)]
+    for name, r in results.items():
+        lines.append(
+            f"{name:<8} {r.pod_seconds:>12.0f} {r.mean_ready:>10.2f} {100 * r.slo_violation_fraction:>12.3f} "
+            f"{r.cold_starts:>12d} {r.scale_events:>9d}"
+        )
+    return "\n".join(lines)
+
+
+def plot_simulation(
+    results: Mapping[str, "_native.SimResult"],
+    path: Optional[str] = None,
+    title: str = "Autoscaling on one trace",
+):
+    """Plot request rate, ready pods and per-second SLO-miss probability for each run.
+
+    Returns the matplotlib Figure; saves it to ``path`` when given. Uses whatever backend is active
+    (set ``MPLBACKEND=Agg`` for headless use).
+    """
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
+    first = next(iter(results.values()))
+    axes[0].plot(first.time, first.rate, color="black", lw=1)
+    axes[0].set_ylabel("requests / s")
+    axes[0].set_title(title)
+    for name, r in results.items():
+        label = f"{name} ({r.pod_seconds:.0f} pod-s, {100 * r.slo_violation_fraction:.2f} % SLO miss)"
+        axes[1].step(r.time, r.ready, where="post", label=label)
+        axes[2].plot(r.time, r.violation_probability, lw=1, label=name)
+    axes[1].set_ylabel("ready pods")
+    axes[1].legend(loc="upper left", fontsize=8)
+    axes[2].set_ylabel("P(latency > SLO)")
+    axes[2].set_xlabel("time (s)")
+    axes[2].set_ylim(-0.02, 1.02)
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def demo_trace(quick: bool = False) -> "_native.Trace":
+    """A day-like cycle with a burst in the middle (and an idle tail so scale-to-zero shows)."""
+    import numpy as np
+
+    total = 1200.0 if quick else 3600.0
+    base = np.asarray(_native.trace_diurnal(150.0, 120.0, total * 0.8, total * 0.8, 1.0, 0.05, 7).rate)
+    n = len(base)
+    burst = np.zeros(n)
+    start = n // 2
+    burst[start : start + 60] = 150.0
+    idle = np.zeros(int(total - n))
+    return _native.Trace(np.concatenate([base + burst, idle]), 1.0)
 
 
 def _demo(quick: bool = False) -> None:
-    """Demo section for python -m kubetune.demo (prints its own table)."""
+    """Demo section for ``python -m kubetune.demo``: KPA vs HPA vs SLO sizing on one trace."""
+    trace = demo_trace(quick)
+    results = compare(trace, standard_configs())
+    print(f"trace: {len(trace)} s, mean {sum(trace.rate) / len(trace):.0f} req/s, 100 ms service, "
+          f"10 concurrent per pod, 10 s pod start-up, SLO p95 latency <= 500 ms")
+    print(summary_table(results))
+    print(f"Erlang C check (A=10, c=14, AHT 180 s): P(wait) = {_native.erlang_c(14, 10.0):.5f}")

@@ -1,8 +1,480 @@
-// Python bindings of the autoscale module.
+// Python bindings of the autoscale module (submodule kubetune._kubetune.autoscale): KPA, HPA, queueing, simulator.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <vector>
+
 #include "bindings.hpp"
+#include "kubetune/core/error.hpp"
+#include "kubetune/sched/autoscale/hpa.hpp"
+#include "kubetune/sched/autoscale/kpa.hpp"
+#include "kubetune/sched/autoscale/queueing.hpp"
+#include "kubetune/sched/autoscale/simulate.hpp"
+#include "kubetune/sched/autoscale/window.hpp"
 
 namespace kubetune::python {
+namespace {
 
-void bind_autoscale(py::module_& m) { (void)m; }
+namespace as = kubetune::sched::autoscale;
+
+// Sets attributes of a freshly built config from keyword arguments (unknown names are a ValueError).
+template <class T>
+T from_kwargs(const py::kwargs& kw, const char* type_name) {
+  T obj{};
+  py::object o = py::cast(&obj, py::return_value_policy::reference);
+  for (auto item : kw) {
+    const std::string k = item.first.cast<std::string>();
+    KT_CHECK(py::hasattr(o, k.c_str()), InvalidArgument, type_name, ": unknown field '", k, "'");
+    o.attr(k.c_str()) = item.second;
+  }
+  return obj;
+}
+
+template <class T>
+py::array_t<T> to_array(const std::vector<T>& v) {
+  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), a.mutable_data());
+  return a;
+}
+
+// A fleet of KPA deciders decided in one batch call (numpy in, numpy out, GIL released).
+struct KpaFleet {
+  std::vector<as::KpaDecider> deciders;
+  std::vector<as::ScaleResult> out;
+};
+
+std::vector<std::optional<std::int32_t>> proposals_from(const py::sequence& seq) {
+  std::vector<std::optional<std::int32_t>> p;
+  for (auto h : seq) {
+    if (h.is_none()) p.emplace_back(std::nullopt);
+    else if (py::isinstance<as::ReplicaResult>(h)) {
+      const auto& r = h.cast<const as::ReplicaResult&>();
+      p.emplace_back(r.valid ? std::optional<std::int32_t>(r.replicas) : std::nullopt);
+    } else {
+      p.emplace_back(h.cast<std::int32_t>());
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+void bind_autoscale(py::module_& parent) {
+  py::module_ m = parent.def_submodule(
+      "autoscale", "Knative KPA and Kubernetes HPA maths, queueing (Erlang C) sizing and a trace simulator");
+
+  // ----------------------------------------------------------------------------------------------- enums
+  py::enum_<as::ScalingMetric>(m, "ScalingMetric")
+      .value("concurrency", as::ScalingMetric::kConcurrency)
+      .value("rps", as::ScalingMetric::kRps);
+  py::enum_<as::Aggregation>(m, "Aggregation")
+      .value("linear", as::Aggregation::kLinear)
+      .value("weighted_exponential", as::Aggregation::kWeightedExponential);
+  py::enum_<as::PaState>(m, "PaState")
+      .value("activating", as::PaState::kActivating)
+      .value("active", as::PaState::kActive)
+      .value("inactive", as::PaState::kInactive);
+  py::enum_<as::PodPhase>(m, "PodPhase")
+      .value("pending", as::PodPhase::kPending)
+      .value("running", as::PodPhase::kRunning)
+      .value("succeeded", as::PodPhase::kSucceeded)
+      .value("failed", as::PodPhase::kFailed);
+  py::enum_<as::ReadyCondition>(m, "ReadyCondition")
+      .value("none", as::ReadyCondition::kNone)
+      .value("true", as::ReadyCondition::kTrue)
+      .value("false", as::ReadyCondition::kFalse);
+  py::enum_<as::PolicyType>(m, "PolicyType").value("pods", as::PolicyType::kPods).value("percent", as::PolicyType::kPercent);
+  py::enum_<as::SelectPolicy>(m, "SelectPolicy")
+      .value("max", as::SelectPolicy::kMax)
+      .value("min", as::SelectPolicy::kMin)
+      .value("disabled", as::SelectPolicy::kDisabled);
+  py::enum_<as::SimPolicy>(m, "SimPolicy")
+      .value("kpa", as::SimPolicy::kKpa)
+      .value("hpa", as::SimPolicy::kHpa)
+      .value("slo", as::SimPolicy::kSlo);
+
+  // --------------------------------------------------------------------------------------------- windows
+  py::class_<as::BucketWindow>(m, "BucketWindow", "Knative TimedFloat64Buckets: linear window average")
+      .def(py::init<double, double>(), py::arg("window_s"), py::arg("granularity_s") = 1.0)
+      .def("record", &as::BucketWindow::record, py::arg("now"), py::arg("value"))
+      .def("window_average", &as::BucketWindow::window_average, py::arg("now"))
+      .def("is_empty", &as::BucketWindow::is_empty, py::arg("now"))
+      .def("resize", &as::BucketWindow::resize, py::arg("window_s"), py::arg("now"))
+      .def_property_readonly("window", &as::BucketWindow::window)
+      .def_property_readonly("num_buckets", &as::BucketWindow::num_buckets);
+  py::class_<as::WeightedBucketWindow, as::BucketWindow>(m, "WeightedBucketWindow",
+                                                         "Knative WeightedFloat64Buckets: exponentially weighted")
+      .def(py::init<double, double>(), py::arg("window_s"), py::arg("granularity_s") = 1.0)
+      .def("window_average", &as::WeightedBucketWindow::window_average, py::arg("now"))
+      .def_property_readonly("smoothing_coefficient", &as::WeightedBucketWindow::smoothing_coefficient);
+  py::class_<as::MaxTimeWindow>(m, "MaxTimeWindow", "Trailing maximum over a time window")
+      .def(py::init<double, double>(), py::arg("duration_s"), py::arg("granularity_s"))
+      .def("record", &as::MaxTimeWindow::record, py::arg("now"), py::arg("value"))
+      .def("current", &as::MaxTimeWindow::current);
+  m.def("smoothing_coefficient", &as::smoothing_coefficient, py::arg("num_buckets"));
+
+  // ------------------------------------------------------------------------------------------------- KPA
+#define RW(cls, f) .def_readwrite(#f, &cls::f)
+  py::class_<as::KpaConfig>(m, "KpaConfig", "config-autoscaler settings with Knative Serving's defaults")
+      .def(py::init([](const py::kwargs& kw) {
+        as::KpaConfig c = from_kwargs<as::KpaConfig>(kw, "KpaConfig");
+        c.validate();
+        return c;
+      }))
+      RW(as::KpaConfig, enable_scale_to_zero) RW(as::KpaConfig, container_concurrency_target_fraction)
+      RW(as::KpaConfig, container_concurrency_target_default) RW(as::KpaConfig, target_utilization)
+      RW(as::KpaConfig, rps_target_default) RW(as::KpaConfig, target_burst_capacity)
+      RW(as::KpaConfig, max_scale_up_rate) RW(as::KpaConfig, max_scale_down_rate) RW(as::KpaConfig, stable_window)
+      RW(as::KpaConfig, panic_window_percentage) RW(as::KpaConfig, panic_threshold_percentage)
+      RW(as::KpaConfig, activator_capacity) RW(as::KpaConfig, scale_to_zero_grace_period)
+      RW(as::KpaConfig, scale_to_zero_pod_retention_period) RW(as::KpaConfig, scale_down_delay)
+      RW(as::KpaConfig, initial_scale) RW(as::KpaConfig, allow_zero_initial_scale) RW(as::KpaConfig, min_scale)
+      RW(as::KpaConfig, max_scale) RW(as::KpaConfig, max_scale_limit) RW(as::KpaConfig, activation_timeout)
+      .def("validate", &as::KpaConfig::validate)
+      .def("to_json", &as::KpaConfig::to_json)
+      .def_static("from_json", &as::KpaConfig::from_json, py::arg("json"))
+      .def_static("from_configmap", &as::KpaConfig::from_configmap, py::arg("data"))
+      .def("__repr__", [](const as::KpaConfig& c) { return "KpaConfig(" + c.to_json() + ")"; });
+  py::class_<as::KpaRevision>(m, "KpaRevision", "Per-revision settings (spec + annotations); None = config default")
+      .def(py::init([](const py::kwargs& kw) {
+        as::KpaRevision r = from_kwargs<as::KpaRevision>(kw, "KpaRevision");
+        r.validate();
+        return r;
+      }))
+      RW(as::KpaRevision, metric) RW(as::KpaRevision, aggregation) RW(as::KpaRevision, container_concurrency)
+      RW(as::KpaRevision, target) RW(as::KpaRevision, target_utilization_percentage)
+      RW(as::KpaRevision, target_burst_capacity) RW(as::KpaRevision, window)
+      RW(as::KpaRevision, panic_window_percentage) RW(as::KpaRevision, panic_threshold_percentage)
+      RW(as::KpaRevision, scale_down_delay) RW(as::KpaRevision, scale_to_zero_pod_retention_period)
+      RW(as::KpaRevision, initial_scale) RW(as::KpaRevision, min_scale) RW(as::KpaRevision, max_scale)
+      RW(as::KpaRevision, activation_scale) RW(as::KpaRevision, reachable)
+      .def("validate", &as::KpaRevision::validate)
+      .def("to_json", &as::KpaRevision::to_json)
+      .def_static("from_json", &as::KpaRevision::from_json, py::arg("json"))
+      .def("__repr__", [](const as::KpaRevision& r) { return "KpaRevision(" + r.to_json() + ")"; });
+  py::class_<as::DeciderSpec>(m, "DeciderSpec", "What the KPA decider needs, resolved from config + revision")
+      .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::DeciderSpec>(kw, "DeciderSpec"); }))
+      RW(as::DeciderSpec, max_scale_up_rate) RW(as::DeciderSpec, max_scale_down_rate) RW(as::DeciderSpec, metric)
+      RW(as::DeciderSpec, target_value) RW(as::DeciderSpec, total_value) RW(as::DeciderSpec, target_burst_capacity)
+      RW(as::DeciderSpec, panic_threshold) RW(as::DeciderSpec, stable_window) RW(as::DeciderSpec, panic_window)
+      RW(as::DeciderSpec, scale_down_delay) RW(as::DeciderSpec, initial_scale) RW(as::DeciderSpec, reachable)
+      RW(as::DeciderSpec, activator_capacity) RW(as::DeciderSpec, activation_scale)
+      .def("validate", &as::DeciderSpec::validate);
+  m.def("make_decider_spec", &as::make_decider_spec, py::arg("config") = as::KpaConfig{},
+        py::arg("revision") = as::KpaRevision{});
+  m.def(
+      "resolve_metric_target",
+      [](const as::KpaConfig& c, const as::KpaRevision& r) {
+        const auto t = as::resolve_metric_target(c, r);
+        return py::make_tuple(t.target, t.total);
+      },
+      py::arg("config"), py::arg("revision"), "(target per pod, total per pod)");
+  m.def("resolve_initial_scale", &as::resolve_initial_scale, py::arg("config"), py::arg("revision"));
+  m.def("compute_num_activators", &as::compute_num_activators, py::arg("ready_pods"), py::arg("spec"));
+  m.attr("MIN_ACTIVATORS") = as::kMinActivators;
+  m.attr("TICK_INTERVAL_SECONDS") = as::kTickIntervalSeconds;
+
+  py::class_<as::ScaleResult>(m, "ScaleResult")
+      .def(py::init<>())
+      RW(as::ScaleResult, desired_pod_count) RW(as::ScaleResult, excess_burst_capacity)
+      RW(as::ScaleResult, num_activators) RW(as::ScaleResult, scale_valid) RW(as::ScaleResult, panicking)
+      .def("__repr__", [](const as::ScaleResult& r) {
+        return "ScaleResult(desired_pod_count=" + std::to_string(r.desired_pod_count) +
+               ", excess_burst_capacity=" + std::to_string(r.excess_burst_capacity) +
+               ", num_activators=" + std::to_string(r.num_activators) + ", scale_valid=" +
+               (r.scale_valid ? "True" : "False") + ", panicking=" + (r.panicking ? "True" : "False") + ")";
+      });
+  py::class_<as::KpaDecider>(m, "KpaDecider", "Knative KPA decider (panic mode, rate limits, scale-down delay)")
+      .def(py::init<const as::DeciderSpec&, std::int32_t, double>(), py::arg("spec"),
+           py::arg("ready_pods_at_start") = 0, py::arg("now") = 0.0)
+      .def("decide", &as::KpaDecider::decide, py::arg("now"), py::arg("ready_pods"), py::arg("observed_stable"),
+           py::arg("observed_panic"))
+      .def_static("no_data", &as::KpaDecider::no_data)
+      .def("update", &as::KpaDecider::update, py::arg("spec"))
+      .def_property_readonly("spec", &as::KpaDecider::spec)
+      .def_property_readonly("panicking", &as::KpaDecider::panicking)
+      .def_property_readonly("panic_time", &as::KpaDecider::panic_time)
+      .def_property_readonly("max_panic_pods", &as::KpaDecider::max_panic_pods);
+  py::class_<KpaFleet>(m, "KpaFleet", "Many KPA deciders decided in one batch call (numpy in and out)")
+      .def(py::init([](const as::DeciderSpec& spec, std::size_t n, std::optional<py::array_t<std::int32_t>> ready,
+                       double now) {
+             auto f = std::make_unique<KpaFleet>();
+             if (ready) KT_CHECK(static_cast<std::size_t>(ready->size()) == n, InvalidArgument,
+                                 "ready_pods_at_start has ", ready->size(), " entries, expected ", n);
+             f->deciders.reserve(n);
+             for (std::size_t i = 0; i < n; ++i) f->deciders.emplace_back(spec, ready ? ready->at(i) : 0, now);
+             f->out.resize(n);
+             return f;
+           }),
+           py::arg("spec"), py::arg("n"), py::arg("ready_pods_at_start") = py::none(), py::arg("now") = 0.0)
+      .def("__len__", [](const KpaFleet& f) { return f.deciders.size(); })
+      .def(
+          "decide",
+          [](KpaFleet& f, double now, py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> ready,
+             py::array_t<double, py::array::c_style | py::array::forcecast> stable,
+             py::array_t<double, py::array::c_style | py::array::forcecast> panic, int threads) {
+            const std::size_t n = f.deciders.size();
+            KT_CHECK(static_cast<std::size_t>(ready.size()) == n && static_cast<std::size_t>(stable.size()) == n &&
+                         static_cast<std::size_t>(panic.size()) == n,
+                     InvalidArgument, "ready_pods, observed_stable and observed_panic must each have ", n,
+                     " entries (got ", ready.size(), ", ", stable.size(), ", ", panic.size(), ")");
+            {
+              py::gil_scoped_release nogil;
+              as::kpa_decide_batch(f.deciders.data(), n, now, ready.data(), stable.data(), panic.data(),
+                                   f.out.data(), threads);
+            }
+            py::array_t<std::int32_t> desired(n), ebc(n), act(n);
+            py::array_t<bool> pan(n);
+            auto* d = desired.mutable_data();
+            auto* e = ebc.mutable_data();
+            auto* a = act.mutable_data();
+            auto* p = pan.mutable_data();
+            for (std::size_t i = 0; i < n; ++i) {
+              d[i] = f.out[i].desired_pod_count;
+              e[i] = f.out[i].excess_burst_capacity;
+              a[i] = f.out[i].num_activators;
+              p[i] = f.out[i].panicking;
+            }
+            py::dict r;
+            r["desired_pod_count"] = desired;
+            r["excess_burst_capacity"] = ebc;
+            r["num_activators"] = act;
+            r["panicking"] = pan;
+            return r;
+          },
+          py::arg("now"), py::arg("ready_pods"), py::arg("observed_stable"), py::arg("observed_panic"),
+          py::arg("threads") = 1);
+
+  py::class_<as::Stat>(m, "Stat", "A metric report: concurrency and request count (minus what the activator saw)")
+      .def(py::init([](double time, double concurrency, double proxied_concurrency, double request_count,
+                       double proxied_request_count) {
+             return as::Stat{time, concurrency, proxied_concurrency, request_count, proxied_request_count};
+           }),
+           py::arg("time") = 0.0, py::arg("concurrency") = 0.0, py::arg("proxied_concurrency") = 0.0,
+           py::arg("request_count") = 0.0, py::arg("proxied_request_count") = 0.0)
+      RW(as::Stat, time) RW(as::Stat, concurrency) RW(as::Stat, proxied_concurrency) RW(as::Stat, request_count)
+      RW(as::Stat, proxied_request_count);
+  m.def("scrape_sample_size", &as::scrape_sample_size, py::arg("population"));
+  m.def("aggregate_scrape", &as::aggregate_scrape, py::arg("now"), py::arg("sampled"), py::arg("ready_pods"));
+  py::class_<as::KpaMetricCollector::Observed>(m, "Observed")
+      .def_readonly("stable", &as::KpaMetricCollector::Observed::stable)
+      .def_readonly("panic", &as::KpaMetricCollector::Observed::panic)
+      .def_readonly("has_data", &as::KpaMetricCollector::Observed::has_data);
+  py::class_<as::KpaMetricCollector>(m, "KpaMetricCollector", "Stable and panic windows of one revision")
+      .def(py::init<double, double, as::Aggregation>(), py::arg("stable_window") = 60.0,
+           py::arg("panic_window_percentage") = 10.0, py::arg("aggregation") = as::Aggregation::kLinear)
+      .def("record", &as::KpaMetricCollector::record, py::arg("stat"))
+      .def("concurrency", &as::KpaMetricCollector::concurrency, py::arg("now"))
+      .def("rps", &as::KpaMetricCollector::rps, py::arg("now"))
+      .def_property_readonly("panic_window", &as::KpaMetricCollector::panic_window);
+  py::class_<as::ScalerStep>(m, "ScalerStep")
+      .def_readonly("want", &as::ScalerStep::want)
+      .def_readonly("applied", &as::ScalerStep::applied)
+      .def_readonly("replicas", &as::ScalerStep::replicas)
+      .def_readonly("proxy_mode", &as::ScalerStep::proxy_mode)
+      .def_readonly("state", &as::ScalerStep::state);
+  py::class_<as::KpaScaler>(m, "KpaScaler", "KPA scaler: bounds, initial scale, scale-to-zero gating, PA state")
+      .def(py::init<const as::KpaConfig&, const as::KpaRevision&, double, std::int32_t>(), py::arg("config"),
+           py::arg("revision"), py::arg("now") = 0.0, py::arg("initial_replicas") = -1)
+      .def("reconcile", &as::KpaScaler::reconcile, py::arg("now"), py::arg("decision"), py::arg("ready_pods"))
+      .def_property_readonly("state", &as::KpaScaler::state)
+      .def_property_readonly("replicas", &as::KpaScaler::replicas)
+      .def_property_readonly("proxy_mode", &as::KpaScaler::proxy_mode)
+      .def_property_readonly("scale_target_initialized", &as::KpaScaler::scale_target_initialized)
+      .def("scale_bounds", &as::KpaScaler::scale_bounds);
+  py::class_<as::KpaAutoscaler>(m, "KpaAutoscaler", "Collector + decider + scaler of one revision")
+      .def(py::init<const as::KpaConfig&, const as::KpaRevision&, double, std::int32_t>(),
+           py::arg("config") = as::KpaConfig{}, py::arg("revision") = as::KpaRevision{}, py::arg("now") = 0.0,
+           py::arg("initial_replicas") = -1)
+      .def("record", &as::KpaAutoscaler::record, py::arg("stat"))
+      .def("tick", &as::KpaAutoscaler::tick, py::arg("now"), py::arg("ready_pods"))
+      .def_property_readonly("last_decision", &as::KpaAutoscaler::last_decision);
+
+  // ------------------------------------------------------------------------------------------------- HPA
+  py::class_<as::Tolerances>(m, "Tolerances")
+      .def(py::init<double, double>(), py::arg("scale_down") = 0.1, py::arg("scale_up") = 0.1)
+      RW(as::Tolerances, scale_down) RW(as::Tolerances, scale_up)
+      .def("is_within", &as::Tolerances::is_within, py::arg("usage_ratio"));
+  py::class_<as::HpaPod>(m, "HpaPod", "One pod as the HPA replica calculator sees it (milli-units)")
+      .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::HpaPod>(kw, "HpaPod"); }))
+      RW(as::HpaPod, phase) RW(as::HpaPod, deleting) RW(as::HpaPod, ready) RW(as::HpaPod, ready_transition_time)
+      RW(as::HpaPod, start_time) RW(as::HpaPod, has_metric) RW(as::HpaPod, metric) RW(as::HpaPod, metric_timestamp)
+      RW(as::HpaPod, metric_window) RW(as::HpaPod, request);
+  py::class_<as::ReplicaCalcConfig>(m, "ReplicaCalcConfig")
+      .def(py::init<double, double>(), py::arg("cpu_initialization_period") = 300.0,
+           py::arg("delay_of_initial_readiness_status") = 30.0)
+      RW(as::ReplicaCalcConfig, cpu_initialization_period) RW(as::ReplicaCalcConfig, delay_of_initial_readiness_status);
+  py::class_<as::ReplicaResult>(m, "ReplicaResult")
+      .def_readonly("replicas", &as::ReplicaResult::replicas)
+      .def_readonly("usage", &as::ReplicaResult::usage)
+      .def_readonly("raw_average", &as::ReplicaResult::raw_average)
+      .def_readonly("valid", &as::ReplicaResult::valid)
+      .def_readonly("error", &as::ReplicaResult::error)
+      .def("__repr__", [](const as::ReplicaResult& r) {
+        return "ReplicaResult(replicas=" + std::to_string(r.replicas) + ", usage=" + std::to_string(r.usage) +
+               ", valid=" + (r.valid ? "True" : "False") + (r.valid ? "" : ", error='" + r.error + "'") + ")";
+      });
+  m.def("resource_utilization_replicas", &as::resource_utilization_replicas, py::arg("now"),
+        py::arg("current_replicas"), py::arg("target_utilization"), py::arg("pods"), py::arg("is_cpu") = true,
+        py::arg("tolerances") = as::Tolerances{}, py::arg("config") = as::ReplicaCalcConfig{});
+  m.def("resource_average_value_replicas", &as::resource_average_value_replicas, py::arg("now"),
+        py::arg("current_replicas"), py::arg("target_average"), py::arg("pods"), py::arg("is_cpu") = true,
+        py::arg("tolerances") = as::Tolerances{}, py::arg("config") = as::ReplicaCalcConfig{});
+  m.def("pods_metric_replicas", &as::pods_metric_replicas, py::arg("now"), py::arg("current_replicas"),
+        py::arg("target_average"), py::arg("pods"), py::arg("tolerances") = as::Tolerances{},
+        py::arg("config") = as::ReplicaCalcConfig{});
+  m.def("object_value_replicas", &as::object_value_replicas, py::arg("current_replicas"), py::arg("usage"),
+        py::arg("target"), py::arg("ready_pods"), py::arg("tolerances") = as::Tolerances{});
+  m.def("object_average_value_replicas", &as::object_average_value_replicas, py::arg("status_replicas"),
+        py::arg("usage"), py::arg("target_average"), py::arg("tolerances") = as::Tolerances{});
+  m.def("external_value_replicas", &as::external_value_replicas, py::arg("current_replicas"), py::arg("values"),
+        py::arg("target"), py::arg("ready_pods"), py::arg("tolerances") = as::Tolerances{});
+  m.def("external_average_value_replicas", &as::external_average_value_replicas, py::arg("status_replicas"),
+        py::arg("values"), py::arg("target_average"), py::arg("tolerances") = as::Tolerances{});
+  m.def("ready_pod_count", &as::ready_pod_count, py::arg("pods"));
+
+  py::class_<as::ScalingPolicy>(m, "ScalingPolicy")
+      .def(py::init([](as::PolicyType type, std::int32_t value, std::int32_t period_seconds) {
+             return as::ScalingPolicy{type, value, period_seconds};
+           }),
+           py::arg("type"), py::arg("value"), py::arg("period_seconds"))
+      RW(as::ScalingPolicy, type) RW(as::ScalingPolicy, value) RW(as::ScalingPolicy, period_seconds);
+  py::class_<as::ScalingRules>(m, "ScalingRules")
+      .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::ScalingRules>(kw, "ScalingRules"); }))
+      RW(as::ScalingRules, stabilization_window_seconds) RW(as::ScalingRules, select_policy)
+      RW(as::ScalingRules, policies) RW(as::ScalingRules, tolerance)
+      .def("validate", [](const as::ScalingRules& r) { r.validate("rules"); });
+  py::class_<as::HpaBehavior>(m, "HpaBehavior", "HPA behaviour; defaults as autoscaling/v2")
+      .def(py::init([](std::optional<as::ScalingRules> up, std::optional<as::ScalingRules> down) {
+             as::HpaBehavior b;
+             if (up) b.scale_up = *up;
+             if (down) b.scale_down = *down;
+             return b;
+           }),
+           py::arg("scale_up") = py::none(), py::arg("scale_down") = py::none())
+      RW(as::HpaBehavior, scale_up) RW(as::HpaBehavior, scale_down)
+      .def_static("default_scale_up", &as::HpaBehavior::default_scale_up)
+      .def_static("default_scale_down", &as::HpaBehavior::default_scale_down);
+  py::class_<as::HpaSpec>(m, "HpaSpec")
+      .def(py::init([](std::int32_t min_replicas, std::int32_t max_replicas, std::optional<as::HpaBehavior> behavior) {
+             as::HpaSpec s{min_replicas, max_replicas, behavior};
+             s.validate();
+             return s;
+           }),
+           py::arg("min_replicas") = 1, py::arg("max_replicas") = 10, py::arg("behavior") = py::none())
+      RW(as::HpaSpec, min_replicas) RW(as::HpaSpec, max_replicas) RW(as::HpaSpec, behavior)
+      .def("validate", &as::HpaSpec::validate)
+      .def("to_json", &as::HpaSpec::to_json)
+      .def_static("from_json", &as::HpaSpec::from_json, py::arg("json"));
+  py::class_<as::HpaControllerConfig>(m, "HpaControllerConfig")
+      .def(py::init([](double w, double tol, double sync) { return as::HpaControllerConfig{w, tol, sync}; }),
+           py::arg("downscale_stabilization_window") = 300.0, py::arg("tolerance") = 0.1,
+           py::arg("sync_period") = 15.0)
+      RW(as::HpaControllerConfig, downscale_stabilization_window) RW(as::HpaControllerConfig, tolerance)
+      RW(as::HpaControllerConfig, sync_period);
+  py::class_<as::HpaDecision>(m, "HpaDecision")
+      .def_readonly("desired_replicas", &as::HpaDecision::desired_replicas)
+      .def_readonly("rescale", &as::HpaDecision::rescale)
+      .def_readonly("metric_desired_replicas", &as::HpaDecision::metric_desired_replicas)
+      .def_readonly("reason", &as::HpaDecision::reason);
+  py::class_<as::HpaController>(m, "HpaController", "HPA controller state machine for one HPA")
+      .def(py::init<const as::HpaSpec&, const as::HpaControllerConfig&>(), py::arg("spec"),
+           py::arg("config") = as::HpaControllerConfig{})
+      .def(
+          "reconcile",
+          [](as::HpaController& c, double now, std::int32_t current, const py::sequence& proposals) {
+            return c.reconcile(now, current, proposals_from(proposals));
+          },
+          py::arg("now"), py::arg("current_replicas"), py::arg("proposals"),
+          "proposals: one per metric, an int, a ReplicaResult, or None for a failed metric")
+      .def("tolerances", &as::HpaController::tolerances);
+
+  // -------------------------------------------------------------------------------------------- queueing
+  m.def("erlang_b", &as::erlang_b, py::arg("servers"), py::arg("load"));
+  m.def("erlang_c", &as::erlang_c, py::arg("servers"), py::arg("load"));
+  m.def("prob_wait_exceeds", &as::prob_wait_exceeds, py::arg("servers"), py::arg("load"), py::arg("service_time"),
+        py::arg("t"));
+  m.def("mean_wait", &as::mean_wait, py::arg("servers"), py::arg("load"), py::arg("service_time"));
+  m.def("mean_queue_length", &as::mean_queue_length, py::arg("servers"), py::arg("load"));
+  m.def("prob_response_exceeds", &as::prob_response_exceeds, py::arg("servers"), py::arg("load"),
+        py::arg("service_time"), py::arg("t"));
+  py::class_<as::LatencySlo>(m, "LatencySlo", "P(latency <= latency) >= quantile, on response time or wait")
+      .def(py::init([](double latency, double quantile, bool on_response_time, double max_utilization) {
+             as::LatencySlo s{latency, quantile, on_response_time, max_utilization};
+             s.validate();
+             return s;
+           }),
+           py::arg("latency") = 0.5, py::arg("quantile") = 0.95, py::arg("on_response_time") = true,
+           py::arg("max_utilization") = 1.0)
+      RW(as::LatencySlo, latency) RW(as::LatencySlo, quantile) RW(as::LatencySlo, on_response_time)
+      RW(as::LatencySlo, max_utilization);
+  m.def("min_servers_for_slo", &as::min_servers_for_slo, py::arg("load"), py::arg("service_time"), py::arg("slo"),
+        py::arg("max_servers") = 1000000);
+  m.def("min_replicas_for_slo", &as::min_replicas_for_slo, py::arg("arrival_rate"), py::arg("service_time"),
+        py::arg("concurrency"), py::arg("slo") = as::LatencySlo{}, py::arg("max_replicas") = 100000);
+  m.def("sqrt_staffing", &as::sqrt_staffing, py::arg("load"), py::arg("beta"));
+  m.def("halfin_whitt_delay_probability", &as::halfin_whitt_delay_probability, py::arg("beta"));
+  m.def("halfin_whitt_beta", &as::halfin_whitt_beta, py::arg("p_wait"));
+
+  // ------------------------------------------------------------------------------------------ simulation
+  py::class_<as::Trace>(m, "Trace", "Request rate (req/s) at steps of dt seconds")
+      .def(py::init([](py::array_t<double, py::array::c_style | py::array::forcecast> rate, double dt) {
+             KT_CHECK(dt > 0, InvalidArgument, "dt = ", dt, " must be > 0");
+             as::Trace t;
+             t.dt = dt;
+             t.rate.assign(rate.data(), rate.data() + rate.size());
+             for (std::size_t i = 0; i < t.rate.size(); ++i)
+               KT_CHECK(std::isfinite(t.rate[i]) && t.rate[i] >= 0, InvalidArgument, "rate[", i, "] = ", t.rate[i],
+                        " must be finite and >= 0");
+             return t;
+           }),
+           py::arg("rate"), py::arg("dt") = 1.0)
+      .def_readwrite("dt", &as::Trace::dt)
+      .def_property_readonly("rate", [](const as::Trace& t) { return to_array(t.rate); })
+      .def_property_readonly("duration", &as::Trace::duration)
+      .def("__len__", [](const as::Trace& t) { return t.rate.size(); });
+  m.def("trace_steps", &as::trace_steps, py::arg("steps"), py::arg("dt") = 1.0);
+  m.def("trace_spike", &as::trace_spike, py::arg("base"), py::arg("peak"), py::arg("start"), py::arg("length"),
+        py::arg("total"), py::arg("dt") = 1.0);
+  m.def("trace_diurnal", &as::trace_diurnal, py::arg("mean"), py::arg("amplitude"), py::arg("period"),
+        py::arg("total"), py::arg("dt") = 1.0, py::arg("noise") = 0.0, py::arg("seed") = 0);
+  m.def("trace_from_csv", &as::trace_from_csv, py::arg("path"));
+  py::class_<as::SimConfig>(m, "SimConfig", "Simulator settings (see docs/autoscale.md)")
+      .def(py::init([](const py::kwargs& kw) {
+        as::SimConfig c = from_kwargs<as::SimConfig>(kw, "SimConfig");
+        c.validate();
+        return c;
+      }))
+      RW(as::SimConfig, policy) RW(as::SimConfig, service_time) RW(as::SimConfig, container_concurrency)
+      RW(as::SimConfig, pod_startup_delay) RW(as::SimConfig, slo) RW(as::SimConfig, initial_replicas)
+      RW(as::SimConfig, kpa) RW(as::SimConfig, kpa_revision) RW(as::SimConfig, hpa) RW(as::SimConfig, hpa_controller)
+      RW(as::SimConfig, hpa_target_utilization) RW(as::SimConfig, hpa_metric_window) RW(as::SimConfig, slo_interval)
+      RW(as::SimConfig, slo_lookback) RW(as::SimConfig, slo_headroom) RW(as::SimConfig, slo_min_replicas)
+      RW(as::SimConfig, max_replicas)
+      .def("validate", &as::SimConfig::validate)
+      .def("to_json", [](const as::SimConfig& c) { return as::sim_config_to_json(c); })
+      .def_static("from_json", &as::sim_config_from_json, py::arg("json"));
+#undef RW
+  py::class_<as::SimResult>(m, "SimResult", "Series (numpy) and totals of a simulation run")
+      .def_property_readonly("time", [](const as::SimResult& r) { return to_array(r.time); })
+      .def_property_readonly("rate", [](const as::SimResult& r) { return to_array(r.rate); })
+      .def_property_readonly("desired", [](const as::SimResult& r) { return to_array(r.desired); })
+      .def_property_readonly("ready", [](const as::SimResult& r) { return to_array(r.ready); })
+      .def_property_readonly("provisioned", [](const as::SimResult& r) { return to_array(r.provisioned); })
+      .def_property_readonly("in_flight", [](const as::SimResult& r) { return to_array(r.in_flight); })
+      .def_property_readonly("violation_probability",
+                             [](const as::SimResult& r) { return to_array(r.violation_probability); })
+      .def_readonly("cold_starts", &as::SimResult::cold_starts)
+      .def_readonly("cold_start_requests", &as::SimResult::cold_start_requests)
+      .def_readonly("requests", &as::SimResult::requests)
+      .def_readonly("violating_requests", &as::SimResult::violating_requests)
+      .def_readonly("slo_violation_fraction", &as::SimResult::slo_violation_fraction)
+      .def_readonly("pod_seconds", &as::SimResult::pod_seconds)
+      .def_readonly("mean_ready", &as::SimResult::mean_ready)
+      .def_readonly("scale_events", &as::SimResult::scale_events)
+      .def("to_json", [](const as::SimResult& r) { return as::sim_result_to_json(r); });
+  m.def("simulate", &as::simulate, py::arg("trace"), py::arg("config"), py::call_guard<py::gil_scoped_release>());
+}
 
 }  // namespace kubetune::python

@@ -237,7 +237,9 @@ SimResult simulate(const Trace& trace, const SimConfig& cfg) {
       rate_hist.push_back(lambda);
       if (rate_hist.size() > slo_window) rate_hist.pop_front();
       if (t + 1e-9 >= next_slo) {
-        const double peak = *std::max_element(rate_hist.begin(), rate_hist.end()) * cfg.slo_headroom;
+        // Peak of the recent rate with headroom, plus the rate that drains the current backlog over the lookback.
+        const double peak = *std::max_element(rate_hist.begin(), rate_hist.end()) * cfg.slo_headroom +
+                            backlog / cfg.slo_lookback;
         const auto need = min_replicas_for_slo(peak, s, k, cfg.slo, cfg.max_replicas);
         next_target = static_cast<std::int32_t>(std::max<std::int64_t>(need, cfg.slo_min_replicas));
         next_slo += cfg.slo_interval;

@@ -49,7 +49,8 @@ struct SimConfig {
   HpaControllerConfig hpa_controller;
   double hpa_target_utilization = 0.7;
   double hpa_metric_window = 30.0;  // metrics averaged over this window (metrics-server resolution)
-  // SLO sizing: size for the max rate seen over the lookback, times headroom, every interval.
+  // SLO sizing: every interval, size (Erlang C) for the max rate seen over the lookback times headroom, plus
+  // backlog / lookback (the rate that drains queued requests within one lookback).
   double slo_interval = 5.0;
   double slo_lookback = 30.0;
   double slo_headroom = 1.0;
