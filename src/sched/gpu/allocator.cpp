@@ -44,8 +44,10 @@ struct Allocator::Index {
   std::size_t log_base = 0;
   std::unordered_map<std::string, std::unique_ptr<Shape>> shapes;
   std::uint64_t clock = 0;
+  std::vector<std::uint64_t> stamp;  // per node: last refresh pass that re-scored it (dedupes the log)
+  std::uint64_t pass = 0;
 
-  explicit Index(int nodes) : n(nodes) {
+  explicit Index(int nodes) : n(nodes), stamp(static_cast<std::size_t>(std::max(0, nodes)), 0) {
     while (size < static_cast<std::size_t>(std::max(1, n))) size <<= 1;
   }
   void clear() {
@@ -151,8 +153,11 @@ int Allocator::choose_node(const PreparedRequest& pr, Choice& ch) {
     if (s->log_pos < ix.log_base || log_end - s->log_pos > static_cast<std::size_t>(n)) {
       rebuild(*s);
     } else {
+      ++ix.pass;
       for (std::size_t p = s->log_pos; p < log_end; ++p) {
         const int i = ix.log[p - ix.log_base];
+        if (ix.stamp[static_cast<std::size_t>(i)] == ix.pass) continue;
+        ix.stamp[static_cast<std::size_t>(i)] = ix.pass;
         ix.set_leaf(*s, i,
                     policy_->evaluate(cluster_, i, state_[static_cast<std::size_t>(i)], pr, tmp) ? tmp.score : kNegInf);
       }

@@ -210,6 +210,13 @@ class FgdPolicy : public Policy {
       for (int i = 0; i < n; ++i) {
         const GpuState& g = st.gpus[static_cast<std::size_t>(i)];
         if (!gpu_fits(g, nd)) continue;
+        // GPUs in the same state give the same score; only the lowest index of each state can win.
+        bool seen = false;
+        for (int j = 0; j < i && !seen; ++j) {
+          const GpuState& h = st.gpus[static_cast<std::size_t>(j)];
+          seen = h.milli_free == g.milli_free && h.memory_free == g.memory_free;
+        }
+        if (seen) continue;
         const int saved = free[i];
         GpuState after = g;
         after.milli_free -= nd.milli;
