@@ -104,7 +104,7 @@ def plot_simulation(
 
 
 def demo_trace(quick: bool = False) -> "_native.Trace":
-    """A day-like cycle with a burst in the middle (and an idle tail so scale-to-zero shows)."""
+    """A day-like cycle with a burst in the middle, an idle gap (scale to zero) and a last trickle (cold start)."""
     import numpy as np
 
     total = 1200.0 if quick else 3600.0
@@ -113,8 +113,9 @@ def demo_trace(quick: bool = False) -> "_native.Trace":
     burst = np.zeros(n)
     start = n // 2
     burst[start : start + 60] = 150.0
-    idle = np.zeros(int(total - n))
-    return _native.Trace(np.concatenate([base + burst, idle]), 1.0)
+    tail = np.zeros(int(total - n))
+    tail[-60:] = 20.0
+    return _native.Trace(np.concatenate([base + burst, tail]), 1.0)
 
 
 def _demo(quick: bool = False) -> None:
