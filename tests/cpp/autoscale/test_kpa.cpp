@@ -448,3 +448,31 @@ TEST(KpaAutoscaler, EndToEndScalesWithLoad) {
   EXPECT_EQ(st.replicas, 10);
   EXPECT_TRUE(as.last_decision().panicking);  // 10 / 1 ready >= 2 at the first tick
 }
+
+TEST(KpaAutoscaler, RpsMetricAndSpecUpdate) {
+  KpaRevision rev;
+  rev.metric = ScalingMetric::kRps;  // target 200 x 0.7 = 140 req/s per pod
+  KpaAutoscaler as(KpaConfig{}, rev, 0.0, 1);
+  for (int t = 0; t < 10; ++t) {
+    Stat s;
+    s.time = t;
+    s.request_count = 280;
+    s.concurrency = 1;  // ignored for the RPS metric
+    as.record(s);
+  }
+  const ScalerStep st = as.tick(9, 1);
+  EXPECT_EQ(as.last_decision().desired_pod_count, 2);
+  EXPECT_EQ(st.replicas, 2);
+  // Spec validation and update (a new delay window when the delay changes).
+  DeciderSpec bad = spec_default();
+  bad.target_value = 0;
+  EXPECT_THROW(KpaDecider{bad}, InvalidArgument);
+  KpaDecider d(spec_default());
+  DeciderSpec with_delay = spec_default();
+  with_delay.scale_down_delay = 20;
+  with_delay.max_scale_down_rate = 100;
+  d.update(with_delay);
+  EXPECT_EQ(d.decide(0, 10, 700, 700).desired_pod_count, 10);
+  EXPECT_EQ(d.decide(10, 10, 0, 0).desired_pod_count, 10);  // held by the new 20 s delay
+  EXPECT_EQ(d.decide(20, 10, 0, 0).desired_pod_count, 0);
+}
