@@ -53,9 +53,11 @@ struct ParzenOptions {
 class ParzenEstimator {
  public:
   /// Fit on `n` observations stored row-major (n x dims.size()); `weights` may be null (all ones).
+  /// `order` (optional, one-dimensional estimators): the observations' stable argsort (ascending value, ties
+  /// by row, -0 == +0), e.g. kept incrementally by the caller; it saves the sort and gives identical results.
   /// Throws InvalidArgument on inconsistent dimensions or options.
   void fit(const std::vector<ParzenDim>& dims, const double* observations, std::size_t n, const double* weights,
-           const ParzenOptions& options);
+           const ParzenOptions& options, const std::size_t* order = nullptr);
 
   std::size_t n_dims() const noexcept { return dims_.size(); }
   /// Observations + the prior kernel.
@@ -101,6 +103,7 @@ class ParzenEstimator {
   std::vector<std::size_t> sort_idx_;
   std::vector<std::pair<double, std::size_t>> pairs_;
   std::vector<std::size_t> order_, idx_;
+  std::vector<char> seen_;
   std::vector<std::uint64_t> keys_;
   std::vector<double> sorted_obs_, sorted_w_;
   bool sorted1d_ = false;

@@ -28,6 +28,32 @@ constexpr std::size_t kParallelWork = std::size_t{1} << 17;
 // Optuna's EPS for bandwidths when magic clip is off.
 constexpr double kMinSigma = 1e-12;
 
+// exp(y) for y <= 0 (results below 2^-1022 flush to 0), inline so log-sum-exp loops avoid a libm call per
+// kernel: y = (64 m + j) ln2/64 + r with |r| <= ln2/128, exp(y) = 2^m * 2^(j/64) * p(r), p the degree-5
+// Taylor polynomial (remainder < 4e-17 relative), 2^(j/64) from a table (Tang's method).
+struct Exp2Table {
+  double v[64];
+  Exp2Table() {
+    for (int j = 0; j < 64; ++j) v[j] = std::exp2(j / 64.0);
+  }
+};
+const Exp2Table kExp2Table;
+
+inline double exp_nonpositive(double y) noexcept {
+  if (!(y > -708.0)) return 0.0;
+  const double t = y * (64.0 / 0.69314718055994530942);  // in (-65440, 0]
+  const long long k = -static_cast<long long>(-t + 0.5);  // nearest integer (t <= 0)
+  const double kf = static_cast<double>(k);
+  const double r = (y - kf * (6.93147180369123816490e-01 / 64.0)) - kf * (1.90821492927058770002e-10 / 64.0);
+  const double p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0)))));
+  const long long j = k & 63;   // two's complement: k = 64 m + j with 0 <= j < 64
+  const long long m = (k - j) / 64;
+  const std::uint64_t bits = static_cast<std::uint64_t>(m + 1023) << 52;
+  double scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * kExp2Table.v[j] * scale;
+}
+
 // Order-preserving unsigned key of a double (-0 == +0; no NaN here).
 inline std::uint64_t sort_key(double v) noexcept {
   if (v == 0.0) v = 0.0;
@@ -195,7 +221,7 @@ double sample_truncated_normal(Rng& rng, double mu, double sigma, double low, do
 
 // ------------------------------------------------------------------------------------------ fit
 void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n,
-                          const double* weights, const ParzenOptions& opt) {
+                          const double* weights, const ParzenOptions& opt, const std::size_t* order) {
   KT_CHECK(std::isfinite(opt.prior_weight) && opt.prior_weight > 0.0, InvalidArgument,
            "parzen: prior_weight = ", opt.prior_weight, " must be > 0");
   KT_CHECK(!dims.empty(), InvalidArgument, "parzen: at least one dimension is required");
@@ -228,7 +254,19 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     for (std::size_t i = 0; i < n; ++i)
       KT_CHECK(std::isfinite(obs[i]), InvalidArgument, "parzen: observation ", i, " of dimension 0 = ", obs[i],
                " is not finite");
-    argsort(obs, n);
+    if (order) {
+      // Caller's argsort (e.g. maintained incrementally by TPE): check it is a sorted permutation.
+      order_.assign(order, order + n);
+      seen_.assign(n, 0);
+      for (std::size_t j = 0; j < n; ++j) {
+        KT_CHECK(order_[j] < n && !seen_[order_[j]], InvalidArgument, "parzen: order is not a permutation");
+        seen_[order_[j]] = 1;
+        KT_CHECK(j == 0 || obs[order_[j - 1]] <= obs[order_[j]], InvalidArgument,
+                 "parzen: order does not sort the observations");
+      }
+    } else {
+      argsort(obs, n);
+    }
     sorted_obs_.resize(n);
     sorted_w_.resize(n);
     for (std::size_t j = 0; j < n; ++j) {
@@ -371,6 +409,8 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     const double minsig =
         opt.magic_clip ? width / std::min(100.0, 1.0 + static_cast<double>(k_)) : kMinSigma;
     for (std::size_t i = 0; i < n; ++i) sg[i] = std::clamp(sg[i], minsig, maxsig);
+    const double log_minsig = std::log(minsig);  // most widths sit at the clip once n is large
+    const double log_s = disc ? std::log(s) : 0.0;
     mu[n] = pmu;
     sg[n] = psig;
     // log Z (truncation mass) is needed only for kernels that matter to some evaluated point, so it is
@@ -385,7 +425,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       const double za = (lo_e - mu[k]) / sg[k], zb = (hi_e - mu[k]) / sg[k];
       inv[k] = 1.0 / sg[k];
       half[k] = disc ? 0.5 * s / sg[k] : 0.0;
-      cst[k] = -std::log(sg[k]) - kLogSqrt2Pi + (disc ? std::log(s) : 0.0);
+      cst[k] = (sg[k] == minsig ? -log_minsig : -std::log(sg[k])) - kLogSqrt2Pi + log_s;
       if (za < -8.5 && zb > 8.5) {
         lzs[k] = 0.0;
         ub[k] = 0.0;
@@ -564,30 +604,44 @@ double ParzenEstimator::log_pdf_1d(double x) const {
     const double inv = inv_sigma_[k];
     return lw_[k] + log_normal_cdf_diff((x - 0.5 * s - mu_[k]) * inv, (x + 0.5 * s - mu_[k]) * inv) - lz_[k];
   };
-  terms_.clear();
-  double L = term(n);  // prior kernel
-  terms_.push_back(L);
-  if (n > 0) {
-    const double* mu = mu_.data();
-    const double inv_smax = 1.0 / sig_max_;
-    std::size_t right = static_cast<std::size_t>(std::lower_bound(mu, mu + n, x) - mu);
-    std::size_t left = right;  // next on the left is left - 1
-    while (left > 0 || right < n) {
-      const double dl = left > 0 ? x - mu[left - 1] : kInf;
-      const double dr = right < n ? mu[right] - x : kInf;
-      const bool go_right = dr <= dl;
-      const double dist = std::max(0.0, (go_right ? dr : dl) - 0.5 * s) * inv_smax;
-      if (tmax_ - 0.5 * dist * dist < L - kCut) break;
-      const double t = term(go_right ? right++ : --left);
-      terms_.push_back(t);
-      L = std::max(L, t);
+  const double t_prior = term(n);
+  if (n == 0) return t_prior;
+  // Lower bound of the largest term from the prior and the two nearest kernels, then the window outside of
+  // which even the best-placed kernel (largest weight and height, widest) lies kCut nats below it.
+  const double* mu = mu_.data();
+  const std::size_t p = static_cast<std::size_t>(std::lower_bound(mu, mu + n, x) - mu);
+  double L = t_prior;
+  if (p < n) L = std::max(L, term(p));
+  if (p > 0) L = std::max(L, term(p - 1));
+  const double gap = tmax_ - (L - kCut);
+  const double R = gap > 0.0 ? sig_max_ * std::sqrt(2.0 * gap) + 0.5 * s : 0.0;
+  const std::size_t lo = static_cast<std::size_t>(std::lower_bound(mu, mu + p, x - R) - mu);
+  const std::size_t hi = static_cast<std::size_t>(std::upper_bound(mu + p, mu + n, x + R) - mu);
+  const std::size_t w = hi - lo;
+  if (terms_.size() < w) terms_.resize(w);
+  double* t = terms_.data();
+  if (any_unknown_)
+    for (std::size_t k = lo; k < hi; ++k)
+      if (ub_[k] != 0.0) resolve_log_z(k);
+  double M = t_prior;
+  if (!disc) {
+    const double* lw = lw_.data() + lo;
+    const double* cst = cst_.data() + lo;
+    const double* inv = inv_sigma_.data() + lo;
+    const double* m = mu + lo;
+    for (std::size_t j = 0; j < w; ++j) {
+      const double z = (x - m[j]) * inv[j];
+      t[j] = lw[j] + cst[j] - 0.5 * z * z;
     }
+  } else {
+    for (std::size_t j = 0; j < w; ++j) t[j] = term(lo + j);
   }
-  const double cut = L - kCut;
-  double sum = 0.0;
-  for (double t : terms_)
-    if (t >= cut) sum += std::exp(t - L);
-  return L + std::log(sum);
+  for (std::size_t j = 0; j < w; ++j) M = std::max(M, t[j]);
+  const double cut = M - kCut;
+  double sum = exp_nonpositive(t_prior - M);
+  for (std::size_t j = 0; j < w; ++j)
+    if (t[j] >= cut) sum += exp_nonpositive(t[j] - M);
+  return M + std::log(sum);
 }
 
 // Three passes: (1) cheap bounds of every kernel's log term for every point (vectorisable); (2) log Z of
@@ -663,7 +717,7 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
     const double cut = M - kCut;
     double sum = 0.0;
     for (std::size_t k = 0; k < K; ++k)
-      if (acc[k] >= cut) sum += std::exp(acc[k] - M);
+      if (acc[k] >= cut) sum += exp_nonpositive(acc[k] - M);
     out[ru] = M + std::log(sum);
   }
 }

@@ -238,8 +238,19 @@ struct TPEWorkspace {
   std::vector<std::size_t> above_version;
   std::vector<double> obs, wts, cand, lb, la;
   std::unordered_set<std::uint64_t> seen;
+  // An always-active continuous parameter makes exact repeats practically impossible: no dedupe set then.
+  bool dedupe = true;
+
+  // Sort cache for univariate models: per parameter, (model value, trial index) of every trial where it is
+  // active, ascending (ties by index) -- exactly the stable argsort ParzenEstimator would compute. Kept
+  // across asks and verified against the trials on every ask, so it can never change a result.
+  std::vector<std::vector<std::pair<double, std::size_t>>> sorted;
+  std::size_t sorted_count = 0;  // trials covered by the cache
+  std::vector<char> member;      // per trial: 1 below, 2 above
+  std::vector<std::size_t> rowpos, order;
 
   void prepare(const SearchSpace& s, const TPEConfig& cfg);
+  void update_sort_cache(const std::vector<Trial>& trials);
 };
 
 void TPEWorkspace::prepare(const SearchSpace& s, const TPEConfig& cfg) {
@@ -326,10 +337,66 @@ void TPEWorkspace::prepare(const SearchSpace& s, const TPEConfig& cfg) {
     }
     groups.push_back({{i}, {pm[i].dim}});
   }
+  dedupe = true;
+  for (std::size_t i = 0; i < D; ++i) {
+    const Param& p = s.param(i);
+    if (!p.condition && p.type == ParamType::Double && p.step == 0.0 && p.high > p.low) dedupe = false;
+  }
+  sorted.assign(D, {});
+  sorted_count = 0;
   est_below.resize(groups.size());
   est_above.resize(groups.size());
   below_ok.assign(groups.size(), 0);
   above_version.assign(groups.size(), 0);
+}
+namespace {
+inline double model_value(const ParamModel& m, double v) {
+  double t = m.log ? std::log(v) : v;
+  return t == 0.0 ? 0.0 : t;  // -0 sorts as +0 (as ParzenEstimator's argsort)
+}
+inline bool cacheable(const ParamModel& m) { return m.dim.kind != ParzenDim::Kind::Categorical; }
+}  // namespace
+
+void TPEWorkspace::update_sort_cache(const std::vector<Trial>& trials) {
+  const std::size_t D = pm.size();
+  const std::size_t N = trials.size();
+  bool valid = sorted_count <= N;
+  // Verify: every cached entry still matches its trial, and no other trial of the prefix is active.
+  for (std::size_t p = 0; valid && p < D; ++p) {
+    if (!cacheable(pm[p])) continue;
+    std::size_t active = 0;
+    for (std::size_t i = 0; i < sorted_count; ++i)
+      if (trials[i].x.size() == D && !std::isnan(trials[i].x[p])) ++active;
+    if (active != sorted[p].size()) {
+      valid = false;
+      break;
+    }
+    for (const auto& [v, i] : sorted[p]) {
+      const Trial& t = trials[i];
+      if (t.x.size() != D || std::isnan(t.x[p]) || model_value(pm[p], t.x[p]) != v) {
+        valid = false;
+        break;
+      }
+    }
+  }
+  const std::size_t from = valid ? sorted_count : 0;
+  const bool rebuild = !valid || N - from > 64;
+  for (std::size_t p = 0; p < D; ++p) {
+    if (!cacheable(pm[p])) continue;
+    auto& list = sorted[p];
+    if (!valid) list.clear();
+    for (std::size_t i = from; i < N; ++i) {
+      const Trial& t = trials[i];
+      if (t.x.size() != D || std::isnan(t.x[p])) continue;
+      std::pair<double, std::size_t> e{model_value(pm[p], t.x[p]), i};
+      if (rebuild)
+        list.push_back(e);
+      else  // i exceeds every cached index: goes after equal values
+        list.insert(std::upper_bound(list.begin(), list.end(), e), e);
+    }
+    if (rebuild) std::sort(list.begin(), list.end());
+  }
+  sorted_count = N;
 }
 }  // namespace detail
 
@@ -428,11 +495,15 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   const auto& trials = ctx.trials;
   ws.seen.clear();
   const std::size_t n_fin =
-      split_history(ctx, cfg_, ws.complete, ws.pruned, ws.below, ws.above, &ws.seen);
+      split_history(ctx, cfg_, ws.complete, ws.pruned, ws.below, ws.above, ws.dedupe ? &ws.seen : nullptr);
   const std::uint64_t card = ws.cardinality;
 
   // Random draws from the priors, avoiding points already tried while unseen ones remain.
   auto draw_random = [&](std::vector<double>& x) -> bool {
+    if (!ws.dedupe) {
+      x = space.sample(rng);
+      return true;
+    }
     for (int tries = 0; tries < 64; ++tries) {
       x = space.sample(rng);
       if (!ws.seen.count(hash_point(x))) return true;
@@ -446,7 +517,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       if (card != 0 && ws.seen.size() >= card) break;
       std::vector<double> x;
       if (!draw_random(x)) break;
-      ws.seen.insert(hash_point(x));
+      if (ws.dedupe) ws.seen.insert(hash_point(x));
       out.push_back({std::move(x), {}});
     }
     return out;
@@ -462,9 +533,20 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   popt.consider_endpoints = cfg_.consider_endpoints;
   popt.multivariate = cfg_.multivariate;
 
-  // Observations of group g (rows where it is active) from trials `idx` (+ in-batch liars).
-  auto gather = [&](const detail::Group& g, const std::vector<std::size_t>& idx, bool with_batch) -> std::size_t {
-    const std::size_t dg = g.params.size();
+  // Univariate models reuse the incrementally sorted history (see TPEWorkspace::sorted).
+  const bool use_sort_cache = !cfg_.multivariate;
+  if (use_sort_cache) {
+    ws.update_sort_cache(trials);
+    ws.member.assign(trials.size(), 0);
+    for (std::size_t i : ws.below) ws.member[i] = 1;
+    for (std::size_t i : ws.above) ws.member[i] = 2;
+    ws.rowpos.resize(trials.size());
+  }
+
+  // Observations of group g (rows where it is active) from trials `idx` (+ in-batch liars). With
+  // want_order (univariate, above set), also their argsort in ws.order from the sort cache.
+  auto gather = [&](const detail::Group& g, const std::vector<std::size_t>& idx, bool with_batch,
+                    bool want_order) -> std::size_t {
     const std::size_t first = g.params[0];
     ws.obs.clear();
     std::size_t rows = 0;
@@ -472,17 +554,30 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       const std::vector<double>& x = trials[i].x;
       if (std::isnan(x[first])) continue;
       for (std::size_t p : g.params) ws.obs.push_back(to_model(ws.pm[p], x[p]));
+      if (want_order) ws.rowpos[i] = rows;
       ++rows;
+    }
+    if (want_order) {
+      ws.order.clear();
+      for (const auto& e : ws.sorted[first])
+        if (ws.member[e.second] == 2) ws.order.push_back(ws.rowpos[e.second]);
     }
     if (with_batch) {
       for (std::size_t b = 0; b < ws.n_batch; ++b) {
         const double* x = ws.batch.data() + b * D;
         if (std::isnan(x[first])) continue;
         for (std::size_t p : g.params) ws.obs.push_back(to_model(ws.pm[p], x[p]));
+        if (want_order) {  // after equal values: its row is the largest so far
+          const double v = detail::model_value(ws.pm[first], x[first]);
+          auto it = std::upper_bound(ws.order.begin(), ws.order.end(), v, [&](double a, std::size_t r) {
+            double b = ws.obs[r];
+            return a < (b == 0.0 ? 0.0 : b);
+          });
+          ws.order.insert(it, rows);
+        }
         ++rows;
       }
     }
-    (void)dg;
     ws.wts.resize(rows);
     tpe_recency_weights(rows, cfg_.n_flat_weights, ws.wts.data());
     return rows;
@@ -497,13 +592,15 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       if (!space.is_active(g.params[0], x)) continue;
       const std::size_t dg = g.params.size();
       if (!ws.below_ok[gi]) {
-        std::size_t rows = gather(g, ws.below, false);
+        std::size_t rows = gather(g, ws.below, false, false);
         ws.est_below[gi].fit(g.dims, ws.obs.data(), rows, ws.wts.data(), popt);
         ws.below_ok[gi] = 1;
       }
       if (ws.above_version[gi] != ws.n_batch) {
-        std::size_t rows = gather(g, ws.above, cfg_.constant_liar);
-        ws.est_above[gi].fit(g.dims, ws.obs.data(), rows, ws.wts.data(), popt);
+        const bool want_order = use_sort_cache && dg == 1 && detail::cacheable(ws.pm[g.params[0]]);
+        std::size_t rows = gather(g, ws.above, cfg_.constant_liar, want_order);
+        ws.est_above[gi].fit(g.dims, ws.obs.data(), rows, ws.wts.data(), popt,
+                             want_order ? ws.order.data() : nullptr);
         ws.above_version[gi] = ws.n_batch;
       }
       ws.cand.resize(m * dg);
@@ -528,13 +625,15 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       }
     }
     space.apply_conditions(x);
-    std::uint64_t h = hash_point(x);
-    if (ws.seen.count(h)) {
-      // The model proposed a point already tried (small discrete spaces): take an unseen random one.
-      if (!draw_random(x)) break;
-      h = hash_point(x);
+    if (ws.dedupe) {
+      std::uint64_t h = hash_point(x);
+      if (ws.seen.count(h)) {
+        // The model proposed a point already tried (small discrete spaces): take an unseen random one.
+        if (!draw_random(x)) break;
+        h = hash_point(x);
+      }
+      ws.seen.insert(h);
     }
-    ws.seen.insert(h);
     if (cfg_.constant_liar) {
       ws.batch.insert(ws.batch.end(), x.begin(), x.end());
       ++ws.n_batch;
