@@ -1,8 +1,236 @@
-// Python bindings of the nas module.
+// Python bindings of the nas module (submodule kubetune._kubetune.nas): DARTS engine, genotype, ops list.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
 #include "bindings.hpp"
+#include "kubetune/core/error.hpp"
+#include "kubetune/nas/darts.hpp"
+#include "kubetune/nas/genotype.hpp"
+#include "kubetune/nas/supernet.hpp"
+#include "kubetune/nas/tensor.hpp"
 
 namespace kubetune::python {
 
-void bind_nas(py::module_& m) { (void)m; }
+namespace {
+namespace nas = kubetune::nas;
+using FArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using IArray = py::array_t<int, py::array::c_style | py::array::forcecast>;
+
+struct Images {
+  FArray x;
+  IArray y;
+  int n, c, h, w;
+};
+
+Images check_images(const FArray& X, const IArray& y) {
+  if (X.ndim() != 4)
+    throw py::value_error("param 'X' must be a 4-D array [n, channels, height, width], got " +
+                          std::to_string(X.ndim()) + " dimensions");
+  if (y.ndim() != 1 || y.shape(0) != X.shape(0))
+    throw py::value_error("param 'y' must be 1-D with one label per image (" + std::to_string(X.shape(0)) + ")");
+  return {X, y, static_cast<int>(X.shape(0)), static_cast<int>(X.shape(1)), static_cast<int>(X.shape(2)),
+          static_cast<int>(X.shape(3))};
+}
+
+py::dict epoch_dict(const nas::EpochStats& s, int edges, int ops) {
+  py::dict d;
+  d["epoch"] = s.epoch;
+  d["lr"] = s.lr;
+  d["train_loss"] = s.train_loss;
+  d["train_acc"] = s.train_acc;
+  d["val_loss"] = s.val_loss;
+  d["val_acc"] = s.val_acc;
+  d["seconds"] = s.seconds;
+  d["alpha_normal"] = py::array_t<float>({edges, ops}, s.alpha_normal.data());
+  d["alpha_reduce"] = py::array_t<float>({edges, ops}, s.alpha_reduce.data());
+  d["genotype"] = s.genotype;
+  return d;
+}
+
+nas::DartsConfig make_config(py::kwargs kw) {
+  nas::DartsConfig c;
+  auto& n = c.net;
+  for (auto item : kw) {
+    const std::string k = py::cast<std::string>(item.first);
+    py::handle v = item.second;
+    if (k == "in_channels") n.in_channels = py::cast<int>(v);
+    else if (k == "num_classes") n.num_classes = py::cast<int>(v);
+    else if (k == "channels") n.channels = py::cast<int>(v);
+    else if (k == "layers") n.layers = py::cast<int>(v);
+    else if (k == "nodes") n.nodes = py::cast<int>(v);
+    else if (k == "multiplier") n.multiplier = py::cast<int>(v);
+    else if (k == "stem_multiplier") n.stem_multiplier = py::cast<int>(v);
+    else if (k == "ops") n.ops = py::cast<std::vector<std::string>>(v);
+    else if (k == "affine") n.affine = py::cast<bool>(v);
+    else if (k == "batch_size") c.batch_size = py::cast<int>(v);
+    else if (k == "eval_batch_size") c.eval_batch_size = py::cast<int>(v);
+    else if (k == "w_lr") c.w_lr = py::cast<double>(v);
+    else if (k == "w_lr_min") c.w_lr_min = py::cast<double>(v);
+    else if (k == "w_momentum") c.w_momentum = py::cast<double>(v);
+    else if (k == "w_weight_decay") c.w_weight_decay = py::cast<double>(v);
+    else if (k == "w_grad_clip") c.w_grad_clip = py::cast<double>(v);
+    else if (k == "alpha_lr") c.alpha_lr = py::cast<double>(v);
+    else if (k == "alpha_beta1") c.alpha_beta1 = py::cast<double>(v);
+    else if (k == "alpha_beta2") c.alpha_beta2 = py::cast<double>(v);
+    else if (k == "alpha_weight_decay") c.alpha_weight_decay = py::cast<double>(v);
+    else if (k == "second_order") c.second_order = py::cast<bool>(v);
+    else if (k == "hvp_r") c.hvp_r = py::cast<double>(v);
+    else if (k == "train_portion") c.train_portion = py::cast<double>(v);
+    else if (k == "seed") c.seed = py::cast<std::uint64_t>(v);
+    else if (k == "threads") c.threads = py::cast<int>(v);
+    else throw py::type_error("DartsEngine: unexpected keyword argument '" + k + "'");
+  }
+  return c;
+}
+
+py::dict genotype_dict(const nas::Genotype& g) {
+  py::dict d;
+  d["normal"] = g.normal;
+  d["normal_concat"] = g.normal_concat;
+  d["reduce"] = g.reduce;
+  d["reduce_concat"] = g.reduce_concat;
+  return d;
+}
+
+}  // namespace
+
+void bind_nas(py::module_& m) {
+  py::module_ s = m.def_submodule("nas", "DARTS architecture search engine (C++; CPU via OpenMP, CUDA when built)");
+
+  s.def("darts_ops", &nas::darts_ops, "DARTS' 8 candidate operations, in PRIMITIVES order");
+  s.def("canonical_op", [](const std::string& name) { return std::string(nas::op_name(nas::parse_op(name))); },
+        py::arg("name"), "DARTS name of an op given its DARTS or Katib name (ValueError if unknown)");
+  s.def("katib_op_name", [](const std::string& name) { return std::string(nas::katib_op_name(nas::parse_op(name))); },
+        py::arg("name"), "Katib name of an op given its DARTS or Katib name");
+  s.def("set_num_threads", &nas::set_num_threads, py::arg("n"), "CPU threads of the nas ops (<= 0: all)");
+  s.def("num_threads", &nas::num_threads);
+  s.def(
+      "pool_stats",
+      [](const std::string& device) {
+        auto st = nas::pool_stats(nas::parse_device(device));
+        py::dict d;
+        d["in_use"] = st.in_use;
+        d["cached"] = st.cached;
+        d["peak"] = st.peak;
+        d["raw_allocs"] = st.raw_allocs;
+        return d;
+      },
+      py::arg("device") = "cpu", "Byte counters of the device's caching memory pool");
+  s.def("pool_reset_peak", [](const std::string& d) { nas::pool_reset_peak(nas::parse_device(d)); },
+        py::arg("device") = "cpu");
+
+  py::class_<nas::Genotype>(s, "Genotype", "Discrete cell architecture derived from the alphas (DARTS' format)")
+      .def_readonly("normal", &nas::Genotype::normal)
+      .def_readonly("normal_concat", &nas::Genotype::normal_concat)
+      .def_readonly("reduce", &nas::Genotype::reduce)
+      .def_readonly("reduce_concat", &nas::Genotype::reduce_concat)
+      .def_readonly("edges_per_node", &nas::Genotype::edges_per_node)
+      .def("to_darts_string", &nas::Genotype::to_darts_string)
+      .def("to_katib_string", &nas::Genotype::to_katib_string)
+      .def("to_json", &nas::Genotype::to_json)
+      .def("to_dict", &genotype_dict)
+      .def("validate", &nas::Genotype::validate)
+      .def("__repr__", &nas::Genotype::to_darts_string)
+      .def("__str__", &nas::Genotype::to_darts_string);
+
+  s.def(
+      "derive_genotype",
+      [](const FArray& normal, const FArray& reduce, int nodes, int multiplier, const std::vector<std::string>& ops,
+         int k) {
+        std::vector<float> a(normal.data(), normal.data() + normal.size());
+        std::vector<float> b(reduce.data(), reduce.data() + reduce.size());
+        return nas::derive_genotype(a, b, nodes, multiplier, ops, k);
+      },
+      py::arg("normal"), py::arg("reduce"), py::arg("nodes"), py::arg("multiplier"), py::arg("ops"), py::arg("k") = 2,
+      "Genotype from [edges, ops] weight arrays: per node the k strongest edges by their strongest non-'none' op");
+
+  py::class_<nas::Darts>(s, "DartsEngine",
+                         "DARTS bilevel search (Liu, Simonyan & Yang, ICLR 2019). Keyword settings as DartsConfig.")
+      .def(py::init([](const std::string& device, py::kwargs kw) {
+             return std::make_unique<nas::Darts>(make_config(kw), nas::parse_device(device));
+           }),
+           py::arg("device") = "cpu")
+      .def(
+          "search",
+          [](nas::Darts& d, const FArray& X, const IArray& y, int epochs, py::object on_epoch, py::object on_step) {
+            Images im = check_images(X, y);
+            const int E = d.net().num_edges(), K = d.net().num_ops();
+            std::function<bool(const nas::EpochStats&)> fe;
+            std::function<void(int, int)> fs;
+            if (!on_epoch.is_none())
+              fe = [&](const nas::EpochStats& st) {
+                py::gil_scoped_acquire g;
+                py::object r = on_epoch(epoch_dict(st, E, K));
+                return r.is_none() ? true : py::cast<bool>(r);
+              };
+            if (!on_step.is_none())
+              fs = [&](int a, int b) {
+                py::gil_scoped_acquire g;
+                on_step(a, b);
+              };
+            nas::SearchResult res;
+            {
+              py::gil_scoped_release rel;
+              res = d.search(im.x.data(), im.y.data(), im.n, im.c, im.h, im.w, epochs, fe, fs);
+            }
+            py::list hist;
+            for (const auto& st : res.history) hist.append(epoch_dict(st, E, K));
+            py::dict out;
+            out["history"] = hist;
+            out["genotype"] = res.genotype;
+            out["best_val_acc"] = res.best_val_acc;
+            return out;
+          },
+          py::arg("X"), py::arg("y"), py::arg("epochs"), py::arg("on_epoch") = py::none(),
+          py::arg("on_step") = py::none(),
+          "Run the search on X [n, c, h, w] float32 and integer labels y; returns history, genotype, best_val_acc")
+      .def(
+          "step",
+          [](nas::Darts& d, const FArray& Xt, const IArray& yt, const FArray& Xv, const IArray& yv, double lr) {
+            Images a = check_images(Xt, yt), b = check_images(Xv, yv);
+            std::vector<int> ra(a.n), rb(b.n);
+            for (int i = 0; i < a.n; ++i) ra[i] = i;
+            for (int i = 0; i < b.n; ++i) rb[i] = i;
+            py::gil_scoped_release rel;
+            auto bt = d.make_batch(a.x.data(), a.y.data(), ra, a.c, a.h, a.w);
+            auto bv = d.make_batch(b.x.data(), b.y.data(), rb, b.c, b.h, b.w);
+            auto r = d.step(bt, bv, lr);
+            return std::make_pair(r.loss, r.correct);
+          },
+          py::arg("X_train"), py::arg("y_train"), py::arg("X_val"), py::arg("y_val"), py::arg("lr"),
+          "One bilevel step (alpha on the validation batch, then weights); returns (train loss, correct)")
+      .def(
+          "evaluate",
+          [](nas::Darts& d, const FArray& X, const IArray& y) {
+            Images im = check_images(X, y);
+            py::gil_scoped_release rel;
+            return d.evaluate(im.x.data(), im.y.data(), im.n, im.c, im.h, im.w);
+          },
+          py::arg("X"), py::arg("y"), "(loss, accuracy) in evaluation mode")
+      .def("genotype", &nas::Darts::genotype)
+      .def("alpha_softmax",
+           [](nas::Darts& d, bool reduce) {
+             auto v = d.net().alpha_softmax(reduce);
+             return py::array_t<float>({d.net().num_edges(), d.net().num_ops()}, v.data());
+           },
+           py::arg("reduce") = false)
+      .def_property(
+          "alphas",
+          [](nas::Darts& d) {
+            const auto& a = d.net().alphas();
+            return py::array_t<float>({2, d.net().num_edges(), d.net().num_ops()}, a.data());
+          },
+          [](nas::Darts& d, const FArray& a) {
+            auto& dst = d.net().alphas();
+            if (static_cast<std::size_t>(a.size()) != dst.size())
+              throw py::value_error("param 'alphas' must have " + std::to_string(dst.size()) + " entries");
+            std::copy(a.data(), a.data() + a.size(), dst.begin());
+          })
+      .def_property_readonly("num_edges", [](nas::Darts& d) { return d.net().num_edges(); })
+      .def_property_readonly("ops", [](nas::Darts& d) { return d.net().config().ops; })
+      .def_property_readonly("num_weights", [](nas::Darts& d) { return d.net().num_weights(); })
+      .def("lr_at", &nas::Darts::lr_at, py::arg("epoch"), py::arg("epochs"));
+}
 
 }  // namespace kubetune::python

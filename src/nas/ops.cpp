@@ -28,7 +28,7 @@ std::atomic<int> g_threads{0};
 int nt() { return core::resolve_threads(g_threads.load(std::memory_order_relaxed)); }
 
 // OpenMP pays off only above some work; below it the loop runs on the calling thread.
-constexpr std::int64_t kParallelWork = 1 << 16;
+constexpr std::int64_t kParallelWork = 1 << 18;
 
 void check4(const Tensor& x, const char* name) {
   KT_CHECK(x.defined() && x.ndim() == 4, InvalidArgument, "param '", name, "' must be a 4-D NCHW tensor, got ",
