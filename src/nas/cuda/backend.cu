@@ -1,0 +1,684 @@
+// CUDA twins of the nas ops (kernels + cuBLAS), raw-pointer entry points declared in ../cuda_backend.hpp.
+// Backward passes gather instead of scattering wherever possible, so results are deterministic; the
+// max-pool backward uses the same "first maximum in row-major window order" rule as the CPU.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../cuda_backend.hpp"
+#include "kubetune/core/error.hpp"
+
+namespace kubetune::nas::cuda {
+
+namespace {
+
+#define KT_CUDA_OK(expr)                                                                                    \
+  do {                                                                                                      \
+    cudaError_t err_ = (expr);                                                                              \
+    if (err_ != cudaSuccess) KT_THROW(Error, "nas cuda: ", #expr, " failed: ", cudaGetErrorString(err_)); \
+  } while (0)
+#define KT_CUBLAS_OK(expr)                                                             \
+  do {                                                                                 \
+    cublasStatus_t st_ = (expr);                                                       \
+    if (st_ != CUBLAS_STATUS_SUCCESS) KT_THROW(Error, "nas cublas: ", #expr, " failed: status ", int(st_)); \
+  } while (0)
+
+constexpr int kThreads = 256;
+inline int blocks_for(std::int64_t n) {
+  std::int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 65535 * 16 ? (b < 1 ? 1 : b) : 65535 * 16);
+}
+inline void check_launch() { KT_CUDA_OK(cudaGetLastError()); }
+
+cublasHandle_t blas() {
+  static cublasHandle_t h = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] { KT_CUBLAS_OK(cublasCreate(&h)); });
+  return h;
+}
+
+/// Row-major C[M x N] = alpha * op(A) op(B) + beta * C, through column-major cuBLAS (C^T = op(B)^T op(A)^T).
+void gemm_rm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+             float beta, float* C, int ldc) {
+  KT_CUBLAS_OK(cublasSgemm(blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B,
+                           ldb, A, lda, &beta, C, ldc));
+}
+void gemm_rm_batched(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, long long sA,
+                     const float* B, int ldb, long long sB, float beta, float* C, int ldc, long long sC, int batch) {
+  KT_CUBLAS_OK(cublasSgemmStridedBatched(blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M,
+                                         K, &alpha, B, ldb, sB, A, lda, sA, &beta, C, ldc, sC, batch));
+}
+
+/// Scratch buffer reused between calls (grown on demand).
+float* scratch(std::size_t floats, int slot) {
+  static void* ptr[2] = {nullptr, nullptr};
+  static std::size_t cap[2] = {0, 0};
+  if (floats > cap[slot]) {
+    if (ptr[slot]) cudaFree(ptr[slot]);
+    KT_CUDA_OK(cudaMalloc(&ptr[slot], floats * sizeof(float)));
+    cap[slot] = floats;
+  }
+  return static_cast<float*>(ptr[slot]);
+}
+
+#define GRID_STRIDE(i, n) for (std::int64_t i = blockIdx.x * (std::int64_t)blockDim.x + threadIdx.x; i < (n); i += (std::int64_t)blockDim.x * gridDim.x)
+
+// ------------------------------------------------------------------ elementwise
+__global__ void k_fill(float* p, std::int64_t n, float v) { GRID_STRIDE(i, n) p[i] = v; }
+__global__ void k_relu_f(const float* x, float* y, std::int64_t n) { GRID_STRIDE(i, n) y[i] = x[i] > 0.f ? x[i] : 0.f; }
+__global__ void k_relu_b(const float* y, const float* dy, float* dx, std::int64_t n) {
+  GRID_STRIDE(i, n) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
+}
+__global__ void k_axpy(float* y, const float* x, float a, std::int64_t n) { GRID_STRIDE(i, n) y[i] += a * x[i]; }
+__global__ void k_scale(float* y, float a, std::int64_t n) { GRID_STRIDE(i, n) y[i] *= a; }
+/// dst[i] += sum_b src[b * n + i]
+__global__ void k_sum_batches(const float* src, float* dst, int batches, std::int64_t n) {
+  GRID_STRIDE(i, n) {
+    float s = 0.f;
+    for (int b = 0; b < batches; ++b) s += src[b * n + i];
+    dst[i] += s;
+  }
+}
+
+struct FusedArgs {
+  const float* p[kMaxFused];
+  float w[kMaxFused];
+};
+__global__ void k_weighted_sum(FusedArgs a, int K, float* y, std::int64_t n) {
+  GRID_STRIDE(i, n) {
+    float s = 0.f;
+    for (int k = 0; k < K; ++k) s += a.w[k] * a.p[k][i];
+    y[i] = s;
+  }
+}
+__global__ void k_batched_dot(FusedArgs a, int K, const float* dy, std::int64_t n, double* out) {
+  __shared__ double sh[kMaxFused][32];
+  double acc[kMaxFused];
+  for (int k = 0; k < K; ++k) acc[k] = 0.0;
+  GRID_STRIDE(i, n) {
+    const float d = dy[i];
+    for (int k = 0; k < K; ++k) acc[k] += static_cast<double>(a.p[k][i]) * d;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int k = 0; k < K; ++k) {
+    double v = acc[k];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if (lane == 0) sh[k][warp] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < K) {
+    double s = 0.0;
+    for (int w = 0; w < (int)(blockDim.x >> 5); ++w) s += sh[threadIdx.x][w];
+    atomicAdd(out + threadIdx.x, s);
+  }
+}
+
+// ------------------------------------------------------------------ convolutions
+__global__ void k_im2col(const float* x, float* col, int N, int Cin, int H, int W, int k, int stride, int pad, int Ho,
+                         int Wo) {
+  const std::int64_t total = (std::int64_t)N * Cin * k * k * Ho * Wo;
+  GRID_STRIDE(i, total) {
+    int ow = i % Wo;
+    std::int64_t t = i / Wo;
+    int oh = t % Ho;
+    t /= Ho;
+    int kw = t % k;
+    t /= k;
+    int kh = t % k;
+    t /= k;
+    int c = t % Cin;
+    int n = (int)(t / Cin);
+    int ih = oh * stride - pad + kh, iw = ow * stride - pad + kw;
+    col[i] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? x[(((std::int64_t)n * Cin + c) * H + ih) * W + iw] : 0.f;
+  }
+}
+__global__ void k_col2im(const float* col, float* dx, int N, int Cin, int H, int W, int k, int stride, int pad, int Ho,
+                         int Wo) {
+  const std::int64_t total = (std::int64_t)N * Cin * H * W;
+  GRID_STRIDE(i, total) {
+    int iw = i % W;
+    std::int64_t t = i / W;
+    int ih = t % H;
+    t /= H;
+    int c = t % Cin;
+    int n = (int)(t / Cin);
+    float s = 0.f;
+    for (int kh = 0; kh < k; ++kh) {
+      int a = ih + pad - kh;
+      if (a < 0 || a % stride) continue;
+      int oh = a / stride;
+      if (oh >= Ho) continue;
+      for (int kw = 0; kw < k; ++kw) {
+        int b = iw + pad - kw;
+        if (b < 0 || b % stride) continue;
+        int ow = b / stride;
+        if (ow >= Wo) continue;
+        s += col[((((std::int64_t)n * Cin + c) * k + kh) * k + kw) * Ho * Wo + (std::int64_t)oh * Wo + ow];
+      }
+    }
+    dx[i] = s;
+  }
+}
+
+__global__ void k_dw_fwd(const float* x, const float* w, float* y, int N, int C, int H, int W, int k, int stride,
+                         int pad, int dil, int Ho, int Wo) {
+  const std::int64_t total = (std::int64_t)N * C * Ho * Wo;
+  GRID_STRIDE(i, total) {
+    int ow = i % Wo;
+    std::int64_t t = i / Wo;
+    int oh = t % Ho;
+    std::int64_t p = t / Ho;
+    int c = p % C;
+    const float* xs = x + p * H * W;
+    const float* wc = w + (std::int64_t)c * k * k;
+    float s = 0.f;
+    for (int kh = 0; kh < k; ++kh) {
+      int ih = oh * stride - pad + kh * dil;
+      if (ih < 0 || ih >= H) continue;
+      for (int kw = 0; kw < k; ++kw) {
+        int iw = ow * stride - pad + kw * dil;
+        if (iw >= 0 && iw < W) s += wc[kh * k + kw] * xs[ih * W + iw];
+      }
+    }
+    y[i] = s;
+  }
+}
+__global__ void k_dw_bwd_x(const float* w, const float* dy, float* dx, int N, int C, int H, int W, int k, int stride,
+                           int pad, int dil, int Ho, int Wo) {
+  const std::int64_t total = (std::int64_t)N * C * H * W;
+  GRID_STRIDE(i, total) {
+    int iw = i % W;
+    std::int64_t t = i / W;
+    int ih = t % H;
+    std::int64_t p = t / H;
+    int c = p % C;
+    const float* dys = dy + p * Ho * Wo;
+    const float* wc = w + (std::int64_t)c * k * k;
+    float s = 0.f;
+    for (int kh = 0; kh < k; ++kh) {
+      int a = ih + pad - kh * dil;
+      if (a < 0 || a % stride) continue;
+      int oh = a / stride;
+      if (oh >= Ho) continue;
+      for (int kw = 0; kw < k; ++kw) {
+        int b = iw + pad - kw * dil;
+        if (b < 0 || b % stride) continue;
+        int ow = b / stride;
+        if (ow < Wo) s += wc[kh * k + kw] * dys[oh * Wo + ow];
+      }
+    }
+    dx[i] = s;
+  }
+}
+/// One block per (c, kh, kw): dw += sum over n, oh, ow of dy * x.
+__global__ void k_dw_bwd_w(const float* x, const float* dy, float* dw, int N, int C, int H, int W, int k, int stride,
+                           int pad, int dil, int Ho, int Wo) {
+  const int idx = blockIdx.x;  // c * k * k + kh * k + kw
+  const int c = idx / (k * k), kh = (idx / k) % k, kw = idx % k;
+  const std::int64_t per = (std::int64_t)Ho * Wo, total = (std::int64_t)N * per;
+  float s = 0.f;
+  for (std::int64_t j = threadIdx.x; j < total; j += blockDim.x) {
+    int n = (int)(j / per);
+    int r = (int)(j % per);
+    int oh = r / Wo, ow = r % Wo;
+    int ih = oh * stride - pad + kh * dil, iw = ow * stride - pad + kw * dil;
+    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+      s += dy[((std::int64_t)n * C + c) * per + r] * x[(((std::int64_t)n * C + c) * H + ih) * W + iw];
+  }
+  __shared__ float sh[32];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.f;
+    for (int i = 0; i < (int)(blockDim.x >> 5); ++i) t += sh[i];
+    dw[idx] += t;
+  }
+}
+
+// ------------------------------------------------------------------ batch norm (one block per channel)
+__device__ float block_sum(float v, float* sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = 0.f;
+  for (int i = 0; i < (int)(blockDim.x >> 5); ++i) t += sh[i];
+  return t;
+}
+__global__ void k_bn_fwd(const float* x, float* y, const float* gamma, const float* beta, float* mean, float* invstd,
+                         float* rmean, float* rvar, int N, int C, int HW, bool training, float momentum, float eps) {
+  __shared__ float sh[32];
+  const int c = blockIdx.x;
+  const std::int64_t M = (std::int64_t)N * HW;
+  float mu, inv;
+  if (training) {
+    float s = 0.f;
+    for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) s += x[((std::int64_t)(j / HW) * C + c) * HW + j % HW];
+    mu = block_sum(s, sh) / (float)M;
+    float v = 0.f;
+    for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+      float d = x[((std::int64_t)(j / HW) * C + c) * HW + j % HW] - mu;
+      v += d * d;
+    }
+    float var = block_sum(v, sh) / (float)M;
+    inv = rsqrtf(var + eps);
+    if (threadIdx.x == 0) {
+      mean[c] = mu;
+      invstd[c] = inv;
+      if (rmean) rmean[c] = (1.f - momentum) * rmean[c] + momentum * mu;
+      if (rvar) rvar[c] = (1.f - momentum) * rvar[c] + momentum * var * (float)M / (float)(M > 1 ? M - 1 : 1);
+    }
+  } else {
+    mu = rmean[c];
+    inv = rsqrtf(rvar[c] + eps);
+  }
+  const float a = inv * (gamma ? gamma[c] : 1.f), b = (beta ? beta[c] : 0.f) - mu * a;
+  for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+    std::int64_t o = ((std::int64_t)(j / HW) * C + c) * HW + j % HW;
+    y[o] = x[o] * a + b;
+  }
+}
+__global__ void k_bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean,
+                         const float* invstd, float* dgamma, float* dbeta, int N, int C, int HW) {
+  __shared__ float sh[32];
+  const int c = blockIdx.x;
+  const std::int64_t M = (std::int64_t)N * HW;
+  const float mu = mean[c], inv = invstd[c];
+  float a = 0.f, b = 0.f;
+  for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+    std::int64_t o = ((std::int64_t)(j / HW) * C + c) * HW + j % HW;
+    a += dy[o];
+    b += dy[o] * (x[o] - mu);
+  }
+  const float sdy = block_sum(a, sh);
+  const float sdyx = block_sum(b, sh) * inv;
+  if (threadIdx.x == 0) {
+    if (dgamma) dgamma[c] += sdyx;
+    if (dbeta) dbeta[c] += sdy;
+  }
+  const float k1 = (gamma ? gamma[c] : 1.f) * inv, mdy = sdy / (float)M, mdyx = sdyx / (float)M;
+  for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+    std::int64_t o = ((std::int64_t)(j / HW) * C + c) * HW + j % HW;
+    dx[o] = k1 * (dy[o] - mdy - (x[o] - mu) * inv * mdyx);
+  }
+}
+
+// ------------------------------------------------------------------ pooling and reshaping
+__device__ int window_argmax(const float* xs, int H, int W, int oh, int ow, int stride) {
+  float m = 0.f;
+  int arg = -1;
+  for (int ih = max(oh * stride - 1, 0); ih <= min(oh * stride + 1, H - 1); ++ih)
+    for (int iw = max(ow * stride - 1, 0); iw <= min(ow * stride + 1, W - 1); ++iw)
+      if (arg < 0 || xs[ih * W + iw] > m) {
+        m = xs[ih * W + iw];
+        arg = ih * W + iw;
+      }
+  return arg;
+}
+__global__ void k_maxpool_f(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) {
+  const std::int64_t total = (std::int64_t)N * C * Ho * Wo;
+  GRID_STRIDE(i, total) {
+    int ow = i % Wo, oh = (i / Wo) % Ho;
+    std::int64_t p = i / ((std::int64_t)Ho * Wo);
+    const float* xs = x + p * H * W;
+    y[i] = xs[window_argmax(xs, H, W, oh, ow, stride)];
+  }
+}
+__global__ void k_maxpool_b(const float* x, const float* dy, float* dx, int N, int C, int H, int W, int stride, int Ho,
+                            int Wo) {
+  const std::int64_t total = (std::int64_t)N * C * H * W;
+  GRID_STRIDE(i, total) {
+    int iw = i % W, ih = (i / W) % H;
+    std::int64_t p = i / ((std::int64_t)H * W);
+    const float* xs = x + p * H * W;
+    float s = 0.f;
+    for (int oh = 0; oh < Ho; ++oh) {
+      if (ih < oh * stride - 1 || ih > oh * stride + 1) continue;
+      for (int ow = 0; ow < Wo; ++ow) {
+        if (iw < ow * stride - 1 || iw > ow * stride + 1) continue;
+        if (window_argmax(xs, H, W, oh, ow, stride) == ih * W + iw) s += dy[p * Ho * Wo + oh * Wo + ow];
+      }
+    }
+    dx[i] = s;
+  }
+}
+__global__ void k_avgpool_f(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) {
+  const std::int64_t total = (std::int64_t)N * C * Ho * Wo;
+  GRID_STRIDE(i, total) {
+    int ow = i % Wo, oh = (i / Wo) % Ho;
+    std::int64_t p = i / ((std::int64_t)Ho * Wo);
+    const float* xs = x + p * H * W;
+    int h0 = max(oh * stride - 1, 0), h1 = min(oh * stride + 1, H - 1);
+    int w0 = max(ow * stride - 1, 0), w1 = min(ow * stride + 1, W - 1);
+    float s = 0.f;
+    for (int ih = h0; ih <= h1; ++ih)
+      for (int iw = w0; iw <= w1; ++iw) s += xs[ih * W + iw];
+    y[i] = s / (float)((h1 - h0 + 1) * (w1 - w0 + 1));
+  }
+}
+__global__ void k_avgpool_b(const float* dy, float* dx, int N, int C, int H, int W, int stride, int Ho, int Wo) {
+  const std::int64_t total = (std::int64_t)N * C * H * W;
+  GRID_STRIDE(i, total) {
+    int iw = i % W, ih = (i / W) % H;
+    std::int64_t p = i / ((std::int64_t)H * W);
+    float s = 0.f;
+    for (int oh = 0; oh < Ho; ++oh) {
+      if (ih < oh * stride - 1 || ih > oh * stride + 1) continue;
+      int h0 = max(oh * stride - 1, 0), h1 = min(oh * stride + 1, H - 1);
+      for (int ow = 0; ow < Wo; ++ow) {
+        if (iw < ow * stride - 1 || iw > ow * stride + 1) continue;
+        int w0 = max(ow * stride - 1, 0), w1 = min(ow * stride + 1, W - 1);
+        s += dy[p * Ho * Wo + oh * Wo + ow] / (float)((h1 - h0 + 1) * (w1 - w0 + 1));
+      }
+    }
+    dx[i] = s;
+  }
+}
+__global__ void k_sub_f(const float* x, float* y, int N, int C, int H, int W, int off, int Ho, int Wo) {
+  const std::int64_t total = (std::int64_t)N * C * Ho * Wo;
+  GRID_STRIDE(i, total) {
+    int ow = i % Wo, oh = (i / Wo) % Ho;
+    std::int64_t p = i / ((std::int64_t)Ho * Wo);
+    y[i] = x[(p * H + 2 * oh + off) * W + 2 * ow + off];
+  }
+}
+__global__ void k_sub_b(const float* dy, float* dx, int N, int C, int H, int W, int off, int Ho, int Wo) {
+  const std::int64_t total = (std::int64_t)N * C * Ho * Wo;
+  GRID_STRIDE(i, total) {
+    int ow = i % Wo, oh = (i / Wo) % Ho;
+    std::int64_t p = i / ((std::int64_t)Ho * Wo);
+    dx[(p * H + 2 * oh + off) * W + 2 * ow + off] = dy[i];
+  }
+}
+__global__ void k_copy_channels(const float* src, int Cs, int so, float* dst, int Cd, int doff, int Cn, int N, int HW) {
+  const std::int64_t total = (std::int64_t)N * Cn * HW;
+  GRID_STRIDE(i, total) {
+    int r = i % HW;
+    std::int64_t t = i / HW;
+    int c = t % Cn;
+    int n = (int)(t / Cn);
+    dst[((std::int64_t)n * Cd + doff + c) * HW + r] = src[((std::int64_t)n * Cs + so + c) * HW + r];
+  }
+}
+__global__ void k_gap_f(const float* x, float* y, int NC, int HW) {
+  GRID_STRIDE(p, (std::int64_t)NC) {
+    float s = 0.f;
+    for (int i = 0; i < HW; ++i) s += x[p * HW + i];
+    y[p] = s / (float)HW;
+  }
+}
+__global__ void k_gap_b(const float* dy, float* dx, int NC, int HW) {
+  GRID_STRIDE(i, (std::int64_t)NC * HW) dx[i] = dy[i / HW] / (float)HW;
+}
+__global__ void k_add_bias(float* y, const float* b, int N, int K) { GRID_STRIDE(i, (std::int64_t)N * K) y[i] += b[i % K]; }
+__global__ void k_colsum_add(const float* dy, float* db, int N, int K) {
+  GRID_STRIDE(k, (std::int64_t)K) {
+    float s = 0.f;
+    for (int n = 0; n < N; ++n) s += dy[(std::int64_t)n * K + k];
+    db[k] += s;
+  }
+}
+__global__ void k_softmax_ce(const float* logits, const float* labels, int N, int K, float* dlogits, double* loss,
+                             int* correct) {
+  GRID_STRIDE(n, (std::int64_t)N) {
+    const float* row = logits + n * K;
+    const int y = (int)labels[n];
+    int arg = 0;
+    for (int k = 1; k < K; ++k)
+      if (row[k] > row[arg]) arg = k;
+    double z = 0.0;
+    for (int k = 0; k < K; ++k) z += exp((double)row[k] - row[arg]);
+    const double lse = row[arg] + log(z);
+    loss[n] = lse - row[y];
+    correct[n] = (arg == y);
+    if (dlogits)
+      for (int k = 0; k < K; ++k) dlogits[n * K + k] = (float)((exp(row[k] - lse) - (k == y ? 1.0 : 0.0)) / N);
+  }
+}
+__global__ void k_sgd(float* w, const float* g, float* buf, float lr, float mom, float wd, std::int64_t n) {
+  GRID_STRIDE(i, n) {
+    float d = g[i] + wd * w[i];
+    buf[i] = mom * buf[i] + d;
+    w[i] -= lr * buf[i];
+  }
+}
+__global__ void k_adam(float* p, const float* g, float* m, float* v, float lr, float b1, float b2, float eps, float wd,
+                       float bc1, float bc2, std::int64_t n) {
+  GRID_STRIDE(i, n) {
+    float gi = g[i] + wd * p[i];
+    m[i] = b1 * m[i] + (1.f - b1) * gi;
+    v[i] = b2 * v[i] + (1.f - b2) * gi * gi;
+    p[i] -= lr * (m[i] / bc1) / (sqrtf(v[i] / bc2) + eps);
+  }
+}
+
+FusedArgs fused(const float* const* xs, const float* w, int K) {
+  FusedArgs a{};
+  for (int k = 0; k < K; ++k) {
+    a.p[k] = xs[k];
+    a.w[k] = w ? w[k] : 0.f;
+  }
+  return a;
+}
+
+}  // namespace
+
+// ================================================================== entry points
+void* raw_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+void raw_free(void* p) noexcept { cudaFree(p); }
+void memcpy(void* dst, const void* src, std::size_t bytes, Copy kind) {
+  cudaMemcpyKind k = kind == Copy::HostToDevice ? cudaMemcpyHostToDevice
+                     : kind == Copy::DeviceToHost ? cudaMemcpyDeviceToHost
+                                                  : cudaMemcpyDeviceToDevice;
+  KT_CUDA_OK(cudaMemcpy(dst, src, bytes, k));
+}
+void fill(float* p, std::int64_t n, float v) {
+  k_fill<<<blocks_for(n), kThreads>>>(p, n, v);
+  check_launch();
+}
+void synchronize() { KT_CUDA_OK(cudaDeviceSynchronize()); }
+
+void conv2d_fwd(const float* x, const float* w, float* y, int N, int Cin, int H, int W, int Cout, int k, int stride,
+                int pad, int Ho, int Wo) {
+  const int K = Cin * k * k, P = Ho * Wo;
+  float* col = scratch((std::size_t)N * K * P, 0);
+  k_im2col<<<blocks_for((std::int64_t)N * K * P), kThreads>>>(x, col, N, Cin, H, W, k, stride, pad, Ho, Wo);
+  check_launch();
+  gemm_rm_batched(false, false, Cout, P, K, 1.f, w, K, 0, col, P, (long long)K * P, 0.f, y, P, (long long)Cout * P, N);
+}
+void conv2d_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int Cin, int H, int W,
+                int Cout, int k, int stride, int pad, int Ho, int Wo) {
+  const int K = Cin * k * k, P = Ho * Wo;
+  float* col = scratch((std::size_t)N * K * P, 0);
+  if (dw) {
+    k_im2col<<<blocks_for((std::int64_t)N * K * P), kThreads>>>(x, col, N, Cin, H, W, k, stride, pad, Ho, Wo);
+    check_launch();
+    float* part = scratch((std::size_t)N * Cout * K, 1);
+    gemm_rm_batched(false, true, Cout, K, P, 1.f, dy, P, (long long)Cout * P, col, P, (long long)K * P, 0.f, part, K,
+                    (long long)Cout * K, N);
+    k_sum_batches<<<blocks_for((std::int64_t)Cout * K), kThreads>>>(part, dw, N, (std::int64_t)Cout * K);
+    check_launch();
+  }
+  gemm_rm_batched(true, false, K, P, Cout, 1.f, w, K, 0, dy, P, (long long)Cout * P, 0.f, col, P, (long long)K * P, N);
+  k_col2im<<<blocks_for((std::int64_t)N * Cin * H * W), kThreads>>>(col, dx, N, Cin, H, W, k, stride, pad, Ho, Wo);
+  check_launch();
+}
+void dwconv_fwd(const float* x, const float* w, float* y, int N, int C, int H, int W, int k, int stride, int pad,
+                int dil, int Ho, int Wo) {
+  k_dw_fwd<<<blocks_for((std::int64_t)N * C * Ho * Wo), kThreads>>>(x, w, y, N, C, H, W, k, stride, pad, dil, Ho, Wo);
+  check_launch();
+}
+void dwconv_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int C, int H, int W,
+                int k, int stride, int pad, int dil, int Ho, int Wo) {
+  k_dw_bwd_x<<<blocks_for((std::int64_t)N * C * H * W), kThreads>>>(w, dy, dx, N, C, H, W, k, stride, pad, dil, Ho,
+                                                                     Wo);
+  check_launch();
+  if (dw) {
+    k_dw_bwd_w<<<C * k * k, kThreads>>>(x, dy, dw, N, C, H, W, k, stride, pad, dil, Ho, Wo);
+    check_launch();
+  }
+}
+void pw_fwd(const float* x, const float* w, float* y, int N, int Cin, int Cout, int HW) {
+  gemm_rm_batched(false, false, Cout, HW, Cin, 1.f, w, Cin, 0, x, HW, (long long)Cin * HW, 0.f, y, HW,
+                  (long long)Cout * HW, N);
+}
+void pw_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int Cin, int Cout, int HW) {
+  gemm_rm_batched(true, false, Cin, HW, Cout, 1.f, w, Cin, 0, dy, HW, (long long)Cout * HW, 0.f, dx, HW,
+                  (long long)Cin * HW, N);
+  if (dw) {
+    float* part = scratch((std::size_t)N * Cout * Cin, 1);
+    gemm_rm_batched(false, true, Cout, Cin, HW, 1.f, dy, HW, (long long)Cout * HW, x, HW, (long long)Cin * HW, 0.f,
+                    part, Cin, (long long)Cout * Cin, N);
+    k_sum_batches<<<blocks_for((std::int64_t)Cout * Cin), kThreads>>>(part, dw, N, (std::int64_t)Cout * Cin);
+    check_launch();
+  }
+}
+void relu_fwd(const float* x, float* y, std::int64_t n) {
+  k_relu_f<<<blocks_for(n), kThreads>>>(x, y, n);
+  check_launch();
+}
+void relu_bwd(const float* y, const float* dy, float* dx, std::int64_t n) {
+  k_relu_b<<<blocks_for(n), kThreads>>>(y, dy, dx, n);
+  check_launch();
+}
+void bn_fwd(const float* x, float* y, const float* gamma, const float* beta, float* mean, float* invstd, float* rmean,
+            float* rvar, int N, int C, int HW, bool training, float momentum, float eps) {
+  k_bn_fwd<<<C, kThreads>>>(x, y, gamma, beta, mean, invstd, rmean, rvar, N, C, HW, training, momentum, eps);
+  check_launch();
+}
+void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd,
+            float* dgamma, float* dbeta, int N, int C, int HW) {
+  k_bn_bwd<<<C, kThreads>>>(x, dy, dx, gamma, mean, invstd, dgamma, dbeta, N, C, HW);
+  check_launch();
+}
+void maxpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) {
+  k_maxpool_f<<<blocks_for((std::int64_t)N * C * Ho * Wo), kThreads>>>(x, y, N, C, H, W, stride, Ho, Wo);
+  check_launch();
+}
+void maxpool_bwd(const float* x, const float* dy, float* dx, int N, int C, int H, int W, int stride, int Ho, int Wo) {
+  k_maxpool_b<<<blocks_for((std::int64_t)N * C * H * W), kThreads>>>(x, dy, dx, N, C, H, W, stride, Ho, Wo);
+  check_launch();
+}
+void avgpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) {
+  k_avgpool_f<<<blocks_for((std::int64_t)N * C * Ho * Wo), kThreads>>>(x, y, N, C, H, W, stride, Ho, Wo);
+  check_launch();
+}
+void avgpool_bwd(const float* dy, float* dx, int N, int C, int H, int W, int stride, int Ho, int Wo) {
+  k_avgpool_b<<<blocks_for((std::int64_t)N * C * H * W), kThreads>>>(dy, dx, N, C, H, W, stride, Ho, Wo);
+  check_launch();
+}
+void subsample_fwd(const float* x, float* y, int N, int C, int H, int W, int offset, int Ho, int Wo) {
+  k_sub_f<<<blocks_for((std::int64_t)N * C * Ho * Wo), kThreads>>>(x, y, N, C, H, W, offset, Ho, Wo);
+  check_launch();
+}
+void subsample_bwd(const float* dy, float* dx, int N, int C, int H, int W, int offset, int Ho, int Wo) {
+  k_sub_b<<<blocks_for((std::int64_t)N * C * Ho * Wo), kThreads>>>(dy, dx, N, C, H, W, offset, Ho, Wo);
+  check_launch();
+}
+void copy_channels(const float* src, int Csrc, int src_off, float* dst, int Cdst, int dst_off, int Cn, int N, int HW) {
+  k_copy_channels<<<blocks_for((std::int64_t)N * Cn * HW), kThreads>>>(src, Csrc, src_off, dst, Cdst, dst_off, Cn, N,
+                                                                       HW);
+  check_launch();
+}
+void gap_fwd(const float* x, float* y, int NC, int HW) {
+  k_gap_f<<<blocks_for(NC), kThreads>>>(x, y, NC, HW);
+  check_launch();
+}
+void gap_bwd(const float* dy, float* dx, int NC, int HW) {
+  k_gap_b<<<blocks_for((std::int64_t)NC * HW), kThreads>>>(dy, dx, NC, HW);
+  check_launch();
+}
+void linear_fwd(const float* x, const float* w, const float* b, float* y, int N, int F, int K) {
+  gemm_rm(false, true, N, K, F, 1.f, x, F, w, F, 0.f, y, K);
+  if (b) {
+    k_add_bias<<<blocks_for((std::int64_t)N * K), kThreads>>>(y, b, N, K);
+    check_launch();
+  }
+}
+void linear_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db, int N, int F, int K) {
+  gemm_rm(false, false, N, F, K, 1.f, dy, K, w, F, 0.f, dx, F);
+  if (dw) gemm_rm(true, false, K, F, N, 1.f, dy, K, x, F, 1.f, dw, F);
+  if (db) {
+    k_colsum_add<<<blocks_for(K), kThreads>>>(dy, db, N, K);
+    check_launch();
+  }
+}
+void softmax_ce(const float* logits, const float* labels, int N, int K, float* dlogits, double* loss, int* correct) {
+  // validate labels on the host (cheap: N floats) so errors name the row like the CPU path
+  std::vector<float> lab(N);
+  memcpy(lab.data(), labels, N * sizeof(float), Copy::DeviceToHost);
+  for (int n = 0; n < N; ++n)
+    KT_CHECK(lab[n] >= 0 && lab[n] < K, InvalidArgument, "softmax_cross_entropy: label ", lab[n], " at row ", n,
+             " outside [0, ", K, ")");
+  double* dl = nullptr;
+  int* dc = nullptr;
+  KT_CUDA_OK(cudaMalloc(&dl, N * sizeof(double)));
+  KT_CUDA_OK(cudaMalloc(&dc, N * sizeof(int)));
+  k_softmax_ce<<<blocks_for(N), kThreads>>>(logits, labels, N, K, dlogits, dl, dc);
+  check_launch();
+  std::vector<double> hl(N);
+  std::vector<int> hc(N);
+  KT_CUDA_OK(cudaMemcpy(hl.data(), dl, N * sizeof(double), cudaMemcpyDeviceToHost));
+  KT_CUDA_OK(cudaMemcpy(hc.data(), dc, N * sizeof(int), cudaMemcpyDeviceToHost));
+  cudaFree(dl);
+  cudaFree(dc);
+  double s = 0;
+  int c = 0;
+  for (int n = 0; n < N; ++n) {
+    s += hl[n];
+    c += hc[n];
+  }
+  *loss = s / N;
+  *correct = c;
+}
+void axpy(float* y, const float* x, float a, std::int64_t n) {
+  k_axpy<<<blocks_for(n), kThreads>>>(y, x, a, n);
+  check_launch();
+}
+void scale(float* y, float a, std::int64_t n) {
+  k_scale<<<blocks_for(n), kThreads>>>(y, a, n);
+  check_launch();
+}
+void weighted_sum(const float* const* xs, const float* w, int K, float* y, std::int64_t n) {
+  k_weighted_sum<<<blocks_for(n), kThreads>>>(fused(xs, w, K), K, y, n);
+  check_launch();
+}
+void batched_dot(const float* const* xs, const float* dy, int K, std::int64_t n, double* out) {
+  double* d = nullptr;
+  KT_CUDA_OK(cudaMalloc(&d, kMaxFused * sizeof(double)));
+  KT_CUDA_OK(cudaMemset(d, 0, kMaxFused * sizeof(double)));
+  const int blocks = blocks_for(n) < 1024 ? blocks_for(n) : 1024;
+  k_batched_dot<<<blocks, kThreads>>>(fused(xs, nullptr, K), K, dy, n, d);
+  check_launch();
+  KT_CUDA_OK(cudaMemcpy(out, d, K * sizeof(double), cudaMemcpyDeviceToHost));
+  cudaFree(d);
+}
+double dot(const float* a, const float* b, std::int64_t n) {
+  double r = 0;
+  const float* xs[1] = {a};
+  batched_dot(xs, b, 1, n, &r);
+  return r;
+}
+void sgd_step(float* w, const float* g, float* buf, float lr, float momentum, float wd, std::int64_t n) {
+  k_sgd<<<blocks_for(n), kThreads>>>(w, g, buf, lr, momentum, wd, n);
+  check_launch();
+}
+void adam_step(float* p, const float* g, float* m, float* v, float lr, float b1, float b2, float eps, float wd,
+               float bc1, float bc2, std::int64_t n) {
+  k_adam<<<blocks_for(n), kThreads>>>(p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, n);
+  check_launch();
+}
+
+}  // namespace kubetune::nas::cuda
