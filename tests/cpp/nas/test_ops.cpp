@@ -197,7 +197,9 @@ TEST(NasOps, FactorizedReduceGradients) {
     EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, loss, 5e-3)), kTol);
     EXPECT_LT(rel_err(to_double(d1), numeric_grad(w1, loss, 5e-3)), kTol);
     EXPECT_LT(rel_err(to_double(d2), numeric_grad(w2, loss, 5e-3)), kTol);
-    if (affine) EXPECT_LT(rel_err(to_double(dg), numeric_grad(g, loss)), kTol);
+    if (affine) {
+      EXPECT_LT(rel_err(to_double(dg), numeric_grad(g, loss)), kTol);
+    }
   }
   std::mt19937_64 rng(8);
   Tensor odd = randn({1, 2, 5, 4}, rng), w = randn({1, 2}, rng);
