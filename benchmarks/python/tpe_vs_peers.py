@@ -7,8 +7,10 @@ Timing: CPU time (time.process_time) of one suggestion on a study pre-filled wit
 10-parameter float space; Optuna times study.ask() with fixed distributions (sampler.sample_relative +
 sample_independent), kubetune times Study.ask() through the Python binding.
 
-Peers are optional (pip install '.[peers]'); missing ones are skipped. Example (the recorded run):
+Peers are optional (pip install '.[peers]'); missing ones are skipped. Example (all at once):
     PYTHONPATH=python .venv/bin/python benchmarks/python/tpe_vs_peers.py --seeds 20 --out /tmp/tpe.json
+The slow peers can run separately and be merged (--methods optuna optuna-mv hyperopt --skip-timing --out
+peers.json, then --methods kubetune kubetune-mv --merge peers.json).
 Fewer seeds / functions for a quick look:
     ... tpe_vs_peers.py --seeds 3 --functions branin hartmann6 --timing-n 100 1000
 """
@@ -200,6 +202,8 @@ def main(argv=None):
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-timing", action="store_true")
     ap.add_argument("--out", default=None, help="write raw results as JSON")
+    ap.add_argument("--merge", nargs="*", default=[],
+                    help="JSON files of earlier runs (e.g. peers run separately) whose quality results join the table")
     args = ap.parse_args(argv)
 
     results = {"args": vars(args), "quality": {}, "timing": {}}
@@ -226,6 +230,15 @@ def main(argv=None):
                     f"n={b}: median {np.median(v):.4g} IQR [{np.percentile(v, 25):.4g}, {np.percentile(v, 75):.4g}]"
                     for b, v in bests.items()) + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
                 save()
+
+    for path in args.merge:
+        with open(path) as fh:
+            old = json.load(fh)
+        for fname, per in old.get("quality", {}).items():
+            for mname, v in per.items():
+                results["quality"].setdefault(fname, {}).setdefault(mname, v)
+        for n, row in old.get("timing", {}).items():
+            results["timing"].setdefault(n, row)
 
     if not args.skip_timing:
         for n in args.timing_n:

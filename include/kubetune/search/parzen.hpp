@@ -81,7 +81,8 @@ class ParzenEstimator {
 
  private:
   bool approx_one(const double* x, double* acc, double* slo, double* shi) const;
-  double exact_term(const double* x, std::size_t k) const;
+  double exact_term(const double* x, std::size_t k, double approx) const;
+  void update_lzsum(std::size_t k) const;
   void resolve_log_z(std::size_t k) const;
   double log_pdf_1d(double x) const;
   void argsort(const double* v, std::size_t n);
@@ -92,9 +93,11 @@ class ParzenEstimator {
   bool has_discrete_ = false;
   std::vector<double> w_, lw_, cum_w_;
   // Per dimension, n_kernels() entries each (index d * k_ + k).
-  // cst: -log sigma - log Z - log sqrt(2 pi) (+ log step); log Z enters lazily (lz, and ub > 0 until known).
-  std::vector<double> mu_, sigma_, inv_sigma_, half_;
-  mutable std::vector<double> cst_, lz_, ub_;
+  // cst: -log sigma - log sqrt(2 pi) (+ log step). log Z (lz) is computed lazily; ub bounds -log Z (its value
+  // once known); lzsum is a kernel's sum of log Z over dimensions once all are known.
+  std::vector<double> mu_, sigma_, inv_sigma_, half_, cst_;
+  mutable std::vector<double> lz_, ub_, lzsum_;
+  mutable std::vector<char> known_, kernel_known_;
   bool any_unknown_ = false;
   // Categorical: log probability of the observed choice / of any other choice, per dimension.
   std::vector<double> cat_hit_, cat_miss_, cat_prior_;

@@ -54,6 +54,20 @@ inline double exp_nonpositive(double y) noexcept {
   return p * kExp2Table.v[j] * scale;
 }
 
+// exp(y) for y in [-kCut, 0] (no range check).
+inline double exp_bounded(double y) noexcept {
+  const double t = y * (64.0 / 0.69314718055994530942);
+  const long long k = -static_cast<long long>(-t + 0.5);
+  const double kf = static_cast<double>(k);
+  const double r = (y - kf * (6.93147180369123816490e-01 / 64.0)) - kf * (1.90821492927058770002e-10 / 64.0);
+  const double p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0)))));
+  const long long j = k & 63;
+  const std::uint64_t bits = static_cast<std::uint64_t>(((k - j) / 64) + 1023) << 52;
+  double scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * kExp2Table.v[j] * scale;
+}
+
 // Order-preserving unsigned key of a double (-0 == +0; no NaN here).
 inline std::uint64_t sort_key(double v) noexcept {
   if (v == 0.0) v = 0.0;
@@ -306,6 +320,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
   half_.resize(D * k_);
   lz_.resize(D * k_);
   ub_.resize(D * k_);
+  known_.resize(D * k_);
   any_unknown_ = false;
   cat_hit_.assign(D, 0.0);
   cat_miss_.assign(D, 0.0);
@@ -321,6 +336,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     double* half = half_.data() + d * k_;
     double* lzs = lz_.data() + d * k_;
     double* ub = ub_.data() + d * k_;
+    char* kn = known_.data() + d * k_;
     if (pd.kind == ParzenDim::Kind::Categorical) {
       const double C = static_cast<double>(pd.n_choices);
       for (std::size_t i = 0; i < n; ++i) {
@@ -336,6 +352,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       std::fill(half, half + k_, 0.0);
       std::fill(lzs, lzs + k_, 0.0);
       std::fill(ub, ub + k_, 0.0);
+      std::fill(kn, kn + k_, char{1});
       // Smoothing as Optuna 4.x: prior_weight / n_kernels on every choice, +1 on the observed one.
       double a = opt.prior_weight / static_cast<double>(k_);
       double norm = a * C + 1.0;
@@ -429,13 +446,15 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       if (za < -8.5 && zb > 8.5) {
         lzs[k] = 0.0;
         ub[k] = 0.0;
+        kn[k] = 1;
       } else if (k == n || !(ub_obs < 50.0)) {  // prior kernel (its mu may lie outside): exact now
         lzs[k] = log_normal_cdf_diff(za, zb);
-        cst[k] -= lzs[k];
-        ub[k] = 0.0;
+        ub[k] = -lzs[k];
+        kn[k] = 1;
       } else {
         lzs[k] = 0.0;
         ub[k] = ub_obs;
+        kn[k] = 0;
         any_unknown_ = true;
       }
     }
@@ -446,21 +465,37 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       sig_max_ = sig_max;
     }
   }
+  kernel_known_.resize(k_);
+  lzsum_.resize(k_);
+  for (std::size_t k = 0; k < k_; ++k) {
+    char all = 1;
+    for (std::size_t d = 0; d < D; ++d) all &= known_[d * k_ + k];
+    kernel_known_[k] = all;
+    if (all) update_lzsum(k);
+  }
+}
+
+void ParzenEstimator::update_lzsum(std::size_t k) const {
+  double sum = 0.0;
+  for (std::size_t d = 0; d < dims_.size(); ++d) sum += lz_[d * k_ + k];
+  lzsum_[k] = sum;
 }
 
 void ParzenEstimator::resolve_log_z(std::size_t k) const {
   const std::size_t D = dims_.size();
   for (std::size_t d = 0; d < D; ++d) {
     const std::size_t i = d * k_ + k;
-    if (ub_[i] == 0.0) continue;
+    if (known_[i]) continue;
     const ParzenDim& pd = dims_[d];
     const double s = pd.kind == ParzenDim::Kind::Discrete ? pd.step : 0.0;
     const double lo_e = pd.low - 0.5 * s, hi_e = pd.high + 0.5 * s;
     const double lz = log_normal_cdf_diff((lo_e - mu_[i]) * inv_sigma_[i], (hi_e - mu_[i]) * inv_sigma_[i]);
     lz_[i] = lz;
-    cst_[i] -= lz;
-    ub_[i] = 0.0;
+    ub_[i] = -lz;
+    known_[i] = 1;
   }
+  kernel_known_[k] = 1;
+  update_lzsum(k);
 }
 
 // ------------------------------------------------------------------------------------------ sample
@@ -559,24 +594,21 @@ bool ParzenEstimator::approx_one(const double* x, double* acc, double* slo, doub
   return true;
 }
 
-double ParzenEstimator::exact_term(const double* x, std::size_t k) const {
-  const std::size_t D = dims_.size();
-  const std::size_t n = k_ - 1;
-  double e = lw_[k];
-  for (std::size_t d = 0; d < D; ++d) {
+// Exact log term of kernel k from its approximation: minus the truncation masses, and for Discrete
+// dimensions the bin's log mass in place of the midpoint value. One formula whatever was cached before,
+// so results never depend on the call history.
+double ParzenEstimator::exact_term(const double* x, std::size_t k, double approx) const {
+  double e = approx - lzsum_[k];
+  if (!has_discrete_) return e;
+  for (std::size_t d = 0; d < dims_.size(); ++d) {
     const ParzenDim& pd = dims_[d];
+    if (pd.kind != ParzenDim::Kind::Discrete) continue;
     const std::size_t i = d * k_ + k;
-    const double v = x[d];
-    if (pd.kind == ParzenDim::Kind::Categorical) {
-      e += k == n ? cat_prior_[d] : (mu_[i] == std::floor(v) ? cat_hit_[d] : cat_miss_[d]);
-    } else if (pd.kind == ParzenDim::Kind::Continuous) {
-      const double z = (v - mu_[i]) * inv_sigma_[i];
-      e += cst_[i] - 0.5 * z * z;
-    } else {
-      const double inv = inv_sigma_[i];
-      const double g = std::round((v - pd.low) / pd.step) * pd.step + pd.low;
-      e += log_normal_cdf_diff((g - 0.5 * pd.step - mu_[i]) * inv, (g + 0.5 * pd.step - mu_[i]) * inv) - lz_[i];
-    }
+    const double inv = inv_sigma_[i];
+    const double g = std::round((x[d] - pd.low) / pd.step) * pd.step + pd.low;
+    const double z = (g - mu_[i]) * inv;
+    e += log_normal_cdf_diff((g - 0.5 * pd.step - mu_[i]) * inv, (g + 0.5 * pd.step - mu_[i]) * inv) -
+         (cst_[i] - 0.5 * z * z);
   }
   return e;
 }
@@ -596,10 +628,10 @@ double ParzenEstimator::log_pdf_1d(double x) const {
     return -kInf;
   }
   auto term = [&](std::size_t k) -> double {
-    if (ub_[k] != 0.0) resolve_log_z(k);
+    if (!known_[k]) resolve_log_z(k);
     if (!disc) {
       const double z = (x - mu_[k]) * inv_sigma_[k];
-      return lw_[k] + cst_[k] - 0.5 * z * z;
+      return lw_[k] + cst_[k] - 0.5 * z * z - lz_[k];
     }
     const double inv = inv_sigma_[k];
     return lw_[k] + log_normal_cdf_diff((x - 0.5 * s - mu_[k]) * inv, (x + 0.5 * s - mu_[k]) * inv) - lz_[k];
@@ -622,26 +654,35 @@ double ParzenEstimator::log_pdf_1d(double x) const {
   double* t = terms_.data();
   if (any_unknown_)
     for (std::size_t k = lo; k < hi; ++k)
-      if (ub_[k] != 0.0) resolve_log_z(k);
+      if (!known_[k]) resolve_log_z(k);
   double M = t_prior;
   if (!disc) {
     const double* lw = lw_.data() + lo;
     const double* cst = cst_.data() + lo;
     const double* inv = inv_sigma_.data() + lo;
+    const double* lz = lz_.data() + lo;
     const double* m = mu + lo;
     for (std::size_t j = 0; j < w; ++j) {
       const double z = (x - m[j]) * inv[j];
-      t[j] = lw[j] + cst[j] - 0.5 * z * z;
+      t[j] = lw[j] + cst[j] - 0.5 * z * z - lz[j];
     }
   } else {
     for (std::size_t j = 0; j < w; ++j) t[j] = term(lo + j);
   }
   for (std::size_t j = 0; j < w; ++j) M = std::max(M, t[j]);
-  const double cut = M - kCut;
-  double sum = exp_nonpositive(t_prior - M);
-  for (std::size_t j = 0; j < w; ++j)
-    if (t[j] >= cut) sum += exp_nonpositive(t[j] - M);
-  return M + std::log(sum);
+  // Terms below M - kCut are < 4e-18 of the largest; clamping them there instead of dropping them keeps the
+  // loop branch-free and changes the sum by less than w * 4e-18 relative.
+  const double cut = -kCut;
+  double s0 = exp_nonpositive(t_prior - M), s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  std::size_t j = 0;
+  for (; j + 4 <= w; j += 4) {
+    s0 += exp_bounded(std::max(t[j] - M, cut));
+    s1 += exp_bounded(std::max(t[j + 1] - M, cut));
+    s2 += exp_bounded(std::max(t[j + 2] - M, cut));
+    s3 += exp_bounded(std::max(t[j + 3] - M, cut));
+  }
+  for (; j < w; ++j) s0 += exp_bounded(std::max(t[j] - M, cut));
+  return M + std::log((s0 + s1) + (s2 + s3));
 }
 
 // Three passes: (1) cheap bounds of every kernel's log term for every point (vectorisable); (2) log Z of
@@ -683,7 +724,7 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
       if (thr == kInf) continue;
       const std::size_t o = r * K;
       for (std::size_t k = 0; k < K; ++k)
-        if (shi_[o + k] > slo_[o + k] + 0.0 && acc_[o + k] + shi_[o + k] >= thr) resolve_log_z(k);
+        if (!kernel_known_[k] && acc_[o + k] + shi_[o + k] >= thr) resolve_log_z(k);
     }
   }
 #ifdef _OPENMP
@@ -698,7 +739,6 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
     }
     const std::size_t o = ru * K;
     double* acc = acc_.data() + o;
-    const double* slo = slo_.data() + o;
     const double* shi = shi_.data() + o;
     const double* xr = x + ru * D;
     double M = -kInf;
@@ -707,7 +747,7 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
         acc[k] = -kInf;
         continue;
       }
-      if (slo[k] != 0.0 || shi[k] != 0.0) acc[k] = exact_term(xr, k);
+      acc[k] = exact_term(xr, k, acc[k]);
       M = std::max(M, acc[k]);
     }
     if (M == -kInf) {
