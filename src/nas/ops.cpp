@@ -1,6 +1,8 @@
 // CPU bodies (OpenMP + Eigen GEMM) of the nas ops and the device dispatch to their CUDA twins.
 #include "kubetune/nas/ops.hpp"
 
+// kubetune parallelises over the batch itself; nested Eigen teams would only contend for the cores.
+#define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
@@ -207,8 +209,10 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
           const float* xr = xs + static_cast<std::int64_t>(oh * stride + kh * dilation - pad) * W + offw;
           float* yr = ys + static_cast<std::int64_t>(oh) * Wo;
           if (stride == 1) {
+#pragma omp simd
             for (int ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xr[ow];
           } else {
+#pragma omp simd
             for (int ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xr[ow * stride];
           }
         }
@@ -262,15 +266,14 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
             float* dxr = dxs + row;
             const float* dyr = dys + static_cast<std::int64_t>(oh) * Wo;
             if (stride == 1) {
-              for (int ow = ow0; ow < ow1; ++ow) {
-                dxr[ow] += wv * dyr[ow];
-                acc += dyr[ow] * xr[ow];
-              }
+#pragma omp simd
+              for (int ow = ow0; ow < ow1; ++ow) dxr[ow] += wv * dyr[ow];
+#pragma omp simd reduction(+ : acc)
+              for (int ow = ow0; ow < ow1; ++ow) acc += dyr[ow] * xr[ow];
             } else {
-              for (int ow = ow0; ow < ow1; ++ow) {
-                dxr[ow * stride] += wv * dyr[ow];
-                acc += dyr[ow] * xr[ow * stride];
-              }
+              for (int ow = ow0; ow < ow1; ++ow) dxr[ow * stride] += wv * dyr[ow];
+#pragma omp simd reduction(+ : acc)
+              for (int ow = ow0; ow < ow1; ++ow) acc += dyr[ow] * xr[ow * stride];
             }
           }
           if (dwc) dwc[kh * k + kw] += acc;
@@ -359,9 +362,9 @@ Tensor relu_forward(const Tensor& x) {
     cuda::relu_fwd(x.data(), y.data(), n);
     return y;
   }
-  const float* xp = x.data();
-  float* yp = y.data();
-#pragma omp parallel for num_threads(nt()) schedule(static) if (n > 4 * kParallelWork)
+  const float* __restrict xp = x.data();
+  float* __restrict yp = y.data();
+#pragma omp parallel for simd num_threads(nt()) schedule(static) if (n > 4 * kParallelWork)
   for (std::int64_t i = 0; i < n; ++i) yp[i] = xp[i] > 0.0f ? xp[i] : 0.0f;
   return y;
 }
@@ -375,10 +378,10 @@ Tensor relu_backward(const Tensor& y, const Tensor& dy) {
     cuda::relu_bwd(y.data(), dy.data(), dx.data(), n);
     return dx;
   }
-  const float* yp = y.data();
-  const float* dyp = dy.data();
-  float* dxp = dx.data();
-#pragma omp parallel for num_threads(nt()) schedule(static) if (n > 4 * kParallelWork)
+  const float* __restrict yp = y.data();
+  const float* __restrict dyp = dy.data();
+  float* __restrict dxp = dx.data();
+#pragma omp parallel for simd num_threads(nt()) schedule(static) if (n > 4 * kParallelWork)
   for (std::int64_t i = 0; i < n; ++i) dxp[i] = yp[i] > 0.0f ? dyp[i] : 0.0f;
   return dx;
 }
@@ -425,6 +428,7 @@ Tensor batch_norm_forward(const Tensor& x, const Tensor* gamma, const Tensor* be
         for (int n = 0; n < N; ++n) {
           const float* xs = xp + (static_cast<std::int64_t>(n) * C + c) * HW;
           float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
           for (int i = 0; i < HW; ++i) acc += xs[i];
           s += acc;
         }
@@ -434,6 +438,7 @@ Tensor batch_norm_forward(const Tensor& x, const Tensor* gamma, const Tensor* be
           const float* xs = xp + (static_cast<std::int64_t>(n) * C + c) * HW;
           const float m = static_cast<float>(mu);
           float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
           for (int i = 0; i < HW; ++i) acc += (xs[i] - m) * (xs[i] - m);
           v += acc;
         }
@@ -451,6 +456,7 @@ Tensor batch_norm_forward(const Tensor& x, const Tensor* gamma, const Tensor* be
       const float sh = (b ? b[c] : 0.0f) - static_cast<float>(mu) * a;
       for (int n = 0; n < N; ++n) {
         const std::int64_t o = (static_cast<std::int64_t>(n) * C + c) * HW;
+#pragma omp simd
         for (int i = 0; i < HW; ++i) yp[o + i] = xp[o + i] * a + sh;
       }
     }
@@ -490,6 +496,7 @@ Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamm
     for (int n = 0; n < N; ++n) {
       const std::int64_t o = (static_cast<std::int64_t>(n) * C + c) * HW;
       float a = 0.0f, b = 0.0f;
+#pragma omp simd reduction(+ : a, b)
       for (int i = 0; i < HW; ++i) {
         a += dyp[o + i];
         b += dyp[o + i] * (xp[o + i] - mu);
@@ -505,6 +512,7 @@ Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamm
     const float mdy = static_cast<float>(sdy / M), mdyx = static_cast<float>(sdyx / M);
     for (int n = 0; n < N; ++n) {
       const std::int64_t o = (static_cast<std::int64_t>(n) * C + c) * HW;
+#pragma omp simd
       for (int i = 0; i < HW; ++i) {
         const float xhat = (xp[o + i] - mu) * inv;
         dxp[o + i] = k1 * (dyp[o + i] - mdy - xhat * mdyx);
@@ -873,9 +881,9 @@ void axpy(Tensor& y, const Tensor& x, float a) {
   KT_CHECK(y.numel() == x.numel(), InvalidArgument, "axpy: ", y.shape_str(), " vs ", x.shape_str());
   const std::int64_t n = y.numel();
   if (y.is_cuda()) return cuda::axpy(y.data(), x.data(), a, n);
-  float* yp = y.data();
-  const float* xp = x.data();
-#pragma omp parallel for num_threads(nt()) schedule(static) if (n > 4 * kParallelWork)
+  float* __restrict yp = y.data();
+  const float* __restrict xp = x.data();
+#pragma omp parallel for simd num_threads(nt()) schedule(static) if (n > 4 * kParallelWork)
   for (std::int64_t i = 0; i < n; ++i) yp[i] += a * xp[i];
 }
 
@@ -959,6 +967,7 @@ std::vector<double> batched_dot(const std::vector<const Tensor*>& xs, const Tens
       for (int k = 0; k < K; ++k) {
         const float* xk = ptrs[k];
         float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
         for (std::int64_t i = lo; i < hi; ++i) acc += xk[i] * d[i];
         part[static_cast<std::size_t>(tid) * K + k] += acc;
       }
