@@ -64,6 +64,33 @@ def run_optuna(seed: int, target: float, cap: float, pruner_name: str, sampler_n
     return b.hit
 
 
+def run_tpe_asha(seed: int, target: float, cap: float) -> Optional[float]:
+    """kubetune TPE sampling with the ASHA pruner (same epoch-by-epoch protocol as the Optuna rows)."""
+    import kubetune as kt
+
+    lc = dm.problem(seed)
+    b = dm._Budget(target, cap)
+    pruner_cls = getattr(kt, "ASHAPruner", None) or kt._native.ASHAPruner
+    st = kt.Study(lc.space(), searcher=kt.TPE(), pruner=pruner_cls(min_resource=1, max_resource=dm.R, eta=dm.ETA),
+                  seed=seed)
+    while not b.done:
+        t = st.ask()
+        x = dm._point(t)
+        v = None
+        for epoch in range(1, dm.R + 1):
+            v = lc.value(x, epoch)
+            b.spend(1)
+            st.report(t.id, epoch, v)
+            if epoch < dm.R and st.should_prune(t.id):
+                break
+        else:
+            st.tell(t.id, v)
+            b.full(v)
+            continue
+        st.tell(t.id, state="pruned")
+    return b.hit
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
@@ -71,6 +98,8 @@ def main() -> None:
     ap.add_argument("--cap", type=float, default=60000.0)
     args = ap.parse_args()
     methods = {f"kubetune {k}": v for k, v in dm.METHODS.items()}
+    if hasattr(kubetune, "TPE"):
+        methods["kubetune TPE+ASHAPruner"] = run_tpe_asha
     try:
         import optuna
 

@@ -140,8 +140,7 @@ std::vector<Bracket> hyperband_brackets(double max_resource, int eta, BracketMod
 
 // ------------------------------------------------------------------------------------------ searcher
 
-Hyperband::Config Hyperband::parse_config(const nlohmann::json& j, const std::string& what, bool allow_extra) {
-  (void)allow_extra;
+Hyperband::Config Hyperband::parse_config(const nlohmann::json& j, const std::string& what) {
   for (const char* k : {"s_max", "b_l", "r", "n", "current_s", "current_i", "evaluating_trials"})
     KT_CHECK(!j.contains(k), InvalidArgument, what, ": Katib state setting '", k,
              "' is not accepted; kubetune recomputes Hyperband's state from the trials");
@@ -208,7 +207,7 @@ std::vector<Suggestion> Hyperband::ask(const SearchContext& ctx, std::size_t n) 
   std::vector<Suggestion> out;
   if (n == 0) return out;
   const std::size_t ridx = ctx.space.index_of(cfg_.resource_name);
-  mf_detail::Scheduler sch(table_, cfg_.n_iterations, ctx.trials, ctx, ridx);
+  mf_detail::Scheduler sch(table_, cfg_.n_iterations, ctx.trials, ctx);
   std::vector<mf_detail::Plan> plans = sch.plan(n);
   bool prepared = false;
   mf_detail::PointSet seen(ctx.space, ctx.trials);
@@ -245,7 +244,7 @@ Hyperband::Progress Hyperband::progress(const SearchSpace& space, const std::vec
   std::vector<Direction> dirs{Direction::Minimize};
   Rng rng(0);
   SearchContext ctx{space, trials, dirs, rng};
-  mf_detail::Scheduler sch(table_, cfg_.n_iterations, trials, ctx, space.index_of(cfg_.resource_name));
+  mf_detail::Scheduler sch(table_, cfg_.n_iterations, trials, ctx);
   auto st = sch.status();
   Progress p;
   p.brackets_total = cfg_.n_iterations == 0 ? 0 : cfg_.n_iterations * static_cast<std::int64_t>(table_.size());

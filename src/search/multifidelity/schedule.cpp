@@ -30,9 +30,8 @@ double resource_value(const SearchSpace& space, std::size_t idx, double r, const
 }
 
 Scheduler::Scheduler(const std::vector<Bracket>& table, std::int64_t n_iterations, const std::vector<Trial>& trials,
-                     const SearchContext& ctx, std::size_t resource_idx)
+                     const SearchContext& ctx)
     : table_(table), total_(n_iterations == 0 ? 0 : n_iterations * static_cast<std::int64_t>(table.size())), ctx_(ctx) {
-  (void)resource_idx;
   for (const Trial& t : trials) {
     auto kb = attr(t, "hb_bracket");
     auto kr = attr(t, "hb_rung");

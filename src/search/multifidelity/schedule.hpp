@@ -31,7 +31,7 @@ struct Plan {
 class Scheduler {
  public:
   Scheduler(const std::vector<Bracket>& table, std::int64_t n_iterations, const std::vector<Trial>& trials,
-            const SearchContext& ctx, std::size_t resource_idx);
+            const SearchContext& ctx);
   /// Up to n plans: oldest bracket first; in each, fill rung 0, then promote the top of finished rungs;
   /// then start the next bracket.
   std::vector<Plan> plan(std::size_t n);

@@ -80,7 +80,8 @@ class Hyperband : public Searcher {
 
   explicit Hyperband(Config c);
   static std::unique_ptr<Searcher> from_json(const nlohmann::json& j);
-  static Config parse_config(const nlohmann::json& j, const std::string& what, bool allow_extra_bohb = false);
+  /// Parse kubetune / Katib names (values may be strings); `what` names the searcher in errors.
+  static Config parse_config(const nlohmann::json& j, const std::string& what);
 
   std::string type() const override { return "hyperband"; }
   nlohmann::json config() const override;
