@@ -34,10 +34,11 @@ struct ParzenOptions {
   double prior_weight = 1.0;        ///< weight of the prior kernel (before normalisation); must be > 0
   bool magic_clip = true;           ///< lower-bound bandwidths by range / min(100, 1 + n_kernels) (hyperopt)
   bool consider_endpoints = false;  ///< let the outermost kernels' widths reach the bounds
-  /// false: per-dimension bandwidth from neighbour distances (univariate TPE, Bergstra et al. 2011);
-  /// true: one Scott-type width 0.2 * n^(-1/(d+4)) * range per dimension (multivariate TPE, Falkner et al.
-  /// 2018 / Optuna's multivariate sampler).
-  bool multivariate = false;
+  /// Kernel widths per dimension. Neighbour: distance to the farther neighbouring centre in sorted order,
+  /// the bounds acting as outer neighbours (Bergstra et al. 2011; Optuna 5.x uses it for univariate and
+  /// multivariate TPE alike). Scott: one width 0.2 * n^(-1/(d+4)) * range (Optuna 4.x multivariate TPE).
+  enum class Bandwidth { Neighbour, Scott };
+  Bandwidth bandwidth = Bandwidth::Neighbour;
 };
 
 /// Mixture of product kernels: one kernel per observation plus one prior kernel. Continuous dimensions use
@@ -102,8 +103,6 @@ class ParzenEstimator {
   // Categorical: log probability of the observed choice / of any other choice, per dimension.
   std::vector<double> cat_hit_, cat_miss_, cat_prior_;
   // Scratch.
-  std::vector<double> sort_buf_;
-  std::vector<std::size_t> sort_idx_;
   std::vector<std::pair<double, std::size_t>> pairs_;
   std::vector<std::size_t> order_, idx_;
   std::vector<char> seen_;

@@ -9,8 +9,11 @@
 #include <vector>
 
 #include "kubetune/core/searcher.hpp"
+#include "kubetune/search/parzen.hpp"
 
 namespace kubetune::search {
+
+using ParzenBandwidth = ParzenOptions::Bandwidth;
 
 /// TPE settings. Defaults are Optuna 4.x TPESampler's; `hyperopt()` gives hyperopt's (tpe.suggest).
 struct TPEConfig {
@@ -32,6 +35,9 @@ struct TPEConfig {
   std::size_t n_flat_weights = 25;
   /// Joint (product-kernel) density over parameters instead of one density per parameter.
   bool multivariate = false;
+  /// Kernel widths: neighbour distances (Optuna 5.x, univariate and multivariate) or, for multivariate,
+  /// Scott's rule as Optuna 4.x's multivariate TPE ("scott").
+  ParzenBandwidth bandwidth = ParzenBandwidth::Neighbour;
   /// With multivariate: split the space into groups of parameters that are always active together
   /// (conditional spaces), each modelled jointly on the trials where it is active. false: conditional
   /// parameters fall back to univariate models (Optuna's multivariate without group).

@@ -263,7 +263,8 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
   k_ = n + 1;
   // One-dimensional neighbour-bandwidth estimators keep their kernels sorted by centre, which makes the
   // bandwidths a linear scan and lets log_pdf visit only the kernels near each point.
-  sorted1d_ = D == 1 && !opt.multivariate && dims[0].kind != ParzenDim::Kind::Categorical;
+  sorted1d_ = D == 1 && opt.bandwidth == ParzenOptions::Bandwidth::Neighbour &&
+              dims[0].kind != ParzenDim::Kind::Categorical;
   if (sorted1d_ && n > 1) {
     for (std::size_t i = 0; i < n; ++i)
       KT_CHECK(std::isfinite(obs[i]), InvalidArgument, "parzen: observation ", i, " of dimension 0 = ", obs[i],
@@ -374,52 +375,32 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
                " is not finite");
       mu[i] = std::clamp(v, lo_e, hi_e);
     }
-    if (opt.multivariate) {
-      // Scott-type rule of Optuna's multivariate TPE: 0.2 * n^(-1/(d+4)) * range.
+    if (opt.bandwidth == ParzenOptions::Bandwidth::Scott) {
+      // Scott-type rule of Optuna 4.x's multivariate TPE: 0.2 * n^(-1/(d+4)) * range.
       double sig = 0.2 * std::pow(n_obs, -1.0 / (static_cast<double>(D) + 4.0)) * width;
       std::fill(sg, sg + n, sig);
     } else if (n > 0) {
-      // Neighbour distances among the sorted centres (the prior's centre included) and the two bounds
-      // (Bergstra et al. 2011; hyperopt's adaptive_parzen_normal; Optuna 4.x).
-      sort_buf_.resize(n + 1);
-      sort_idx_.resize(n + 1);
-      if (sorted1d_) {
-        // Centres already sorted: insert the prior's centre after any equal ones (it has the last index).
-        std::size_t pos = static_cast<std::size_t>(std::upper_bound(mu, mu + n, pmu) - mu);
-        for (std::size_t j = 0, i = 0; j <= n; ++j) {
-          if (j == pos) {
-            sort_buf_[j] = pmu;
-            sort_idx_[j] = n;
-          } else {
-            sort_buf_[j] = mu[i];
-            sort_idx_[j] = i++;
-          }
-        }
-      } else {
-        pairs_.resize(n + 1);
-        for (std::size_t i = 0; i < n; ++i) pairs_[i] = {mu[i], i};
-        pairs_[n] = {pmu, n};
-        std::sort(pairs_.begin(), pairs_.end());  // ties broken by index: deterministic
-        for (std::size_t j = 0; j <= n; ++j) {
-          sort_buf_[j] = pairs_[j].first;
-          sort_idx_[j] = pairs_[j].second;
-        }
+      // Distances to the neighbouring centres in sorted order, the bounds acting as outer neighbours
+      // (Bergstra et al. 2011; hyperopt's adaptive_parzen_normal; Optuna 5.x, which no longer counts the
+      // prior's centre as a neighbour). Ties keep input order.
+      const std::size_t* ord = nullptr;
+      if (!sorted1d_) {
+        argsort(mu, n);
+        ord = order_.data();
       }
-      const double* sb = sort_buf_.data();
-      auto at = [&](std::size_t j) -> double {  // sorted centres with the bounds at both ends (j in [0, n+2])
+      auto at = [&](std::size_t j) -> double {  // sorted centres with the bounds at both ends (j in [0, n+1])
         if (j == 0) return lo_e;
-        if (j == n + 2) return hi_e;
-        return sb[j - 1];
+        if (j == n + 1) return hi_e;
+        return mu[ord ? ord[j - 1] : j - 1];
       };
-      for (std::size_t j = 0; j <= n; ++j) {
-        double left = at(j + 1) - at(j), right = at(j + 2) - at(j + 1);
+      for (std::size_t j = 0; j < n; ++j) {
+        const double left = at(j + 1) - at(j), right = at(j + 2) - at(j + 1);
         double sig = std::max(left, right);
-        if (!opt.consider_endpoints) {
+        if (!opt.consider_endpoints && n >= 2) {
           if (j == 0) sig = right;
-          if (j == n) sig = left;
+          if (j == n - 1) sig = left;
         }
-        std::size_t who = sort_idx_[j];
-        if (who < n) sg[who] = sig;
+        sg[ord ? ord[j] : j] = sig;
       }
     }
     const double maxsig = width;

@@ -120,6 +120,7 @@ nlohmann::json TPEConfig::to_json() const {
   j["consider_endpoints"] = consider_endpoints;
   j["n_flat_weights"] = n_flat_weights;
   j["multivariate"] = multivariate;
+  j["bandwidth"] = bandwidth == ParzenBandwidth::Scott ? "scott" : "neighbour";
   j["group"] = group;
   j["constant_liar"] = constant_liar;
   j["random_state"] = random_state ? nlohmann::json(*random_state) : nlohmann::json(nullptr);
@@ -167,6 +168,11 @@ TPEConfig TPEConfig::from_json(const nlohmann::json& j) {
       c.n_flat_weights = as_count(v, k);
     } else if (k == "multivariate") {
       c.multivariate = as_bool(v, k);
+    } else if (k == "bandwidth") {
+      std::string b = as_string(v, k);
+      KT_CHECK(b == "neighbour" || b == "scott", InvalidArgument, "tpe: setting 'bandwidth' = \"", b,
+               "\" is unknown (expected \"neighbour\" or \"scott\")");
+      c.bandwidth = b == "scott" ? ParzenBandwidth::Scott : ParzenBandwidth::Neighbour;
     } else if (k == "group") {
       c.group = as_bool(v, k);
     } else if (k == "constant_liar") {
@@ -188,7 +194,7 @@ TPEConfig TPEConfig::from_json(const nlohmann::json& j) {
     } else {
       KT_THROW(InvalidArgument, "tpe: unknown setting '", k,
                "' (known: n_startup_trials, n_ei_candidates, gamma, gamma_rule, gamma_max, prior_weight, "
-               "consider_magic_clip, consider_endpoints, n_flat_weights, multivariate, group, constant_liar, "
+               "consider_magic_clip, consider_endpoints, n_flat_weights, multivariate, bandwidth, group, constant_liar, "
                "random_state, n_threads, preset)");
     }
   }
@@ -531,7 +537,8 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   popt.prior_weight = cfg_.prior_weight;
   popt.magic_clip = cfg_.consider_magic_clip;
   popt.consider_endpoints = cfg_.consider_endpoints;
-  popt.multivariate = cfg_.multivariate;
+  // Univariate models always use neighbour widths; Scott's rule applies to joint (multivariate) models.
+  popt.bandwidth = cfg_.multivariate ? cfg_.bandwidth : ParzenBandwidth::Neighbour;
 
   // Univariate models reuse the incrementally sorted history (see TPEWorkspace::sorted).
   const bool use_sort_cache = !cfg_.multivariate;

@@ -39,7 +39,7 @@ TEST(Parzen, ContinuousIntegratesToOne) {
         std::vector<double> obs = uniform_obs(rng, n, -2.0, 5.0);
         std::vector<double> w = uniform_obs(rng, n, 0.1, 2.0);
         ParzenOptions o;
-        o.multivariate = mv;
+        o.bandwidth = mv ? ParzenOptions::Bandwidth::Scott : ParzenOptions::Bandwidth::Neighbour;
         o.magic_clip = clip;
         ParzenEstimator e;
         e.fit({ParzenDim::continuous(-2.0, 5.0)}, obs.data(), n, w.data(), o);
@@ -81,7 +81,7 @@ TEST(Parzen, DiscreteMassesSumToOneAndMatchBruteForce) {
     for (auto& v : obs) v = lo + step * static_cast<double>(rng.below(41));
     for (bool mv : {false, true}) {
       ParzenOptions o;
-      o.multivariate = mv;
+      o.bandwidth = mv ? ParzenOptions::Bandwidth::Scott : ParzenOptions::Bandwidth::Neighbour;
       ParzenEstimator e;
       e.fit({ParzenDim::discrete(lo, hi, step)}, obs.data(), obs.size(), nullptr, o);
       double total = 0.0;
@@ -140,7 +140,7 @@ TEST(Parzen, MixedJointDensityIntegratesToOne) {
                                  ParzenDim::discrete(0.0, 8.0, 2.0)};
   for (bool mv : {true, false}) {
     ParzenOptions o;
-    o.multivariate = mv;
+    o.bandwidth = mv ? ParzenOptions::Bandwidth::Scott : ParzenOptions::Bandwidth::Neighbour;
     ParzenEstimator e;
     e.fit(dims, obs.data(), n, nullptr, o);
     double total = 0.0;
@@ -160,15 +160,19 @@ TEST(Parzen, MixedJointDensityIntegratesToOne) {
 }
 
 TEST(Parzen, UnivariateBandwidthsByHand) {
-  // Observations 0.2, 0.5, 0.9 on [0, 1]; prior centre 0.5. Sorted centres with bounds:
-  // 0 | 0.2 0.5 (0.5 prior) 0.9 | 1. Widths: 0.2 -> right gap 0.3 (endpoints ignored),
-  // 0.5 -> max(0.3, 0) = 0.3, 0.9 -> left gap 0.4 (endpoints ignored); magic clip floor 1/min(100, 5) = 0.2.
-  std::vector<double> obs = {0.2, 0.5, 0.9};
+  // Observations 0.9, 0.2, 0.5 on [0, 1]. Sorted centres with the bounds: 0 | 0.2 0.5 0.9 | 1.
+  // Widths: 0.2 -> its right gap 0.3 (outermost: endpoints ignored), 0.5 -> max(0.3, 0.4) = 0.4,
+  // 0.9 -> its left gap 0.4; magic clip floor 1 / min(100, 1 + 4) = 0.2, cap 1.
+  std::vector<double> obs = {0.9, 0.2, 0.5};
   ParzenEstimator e;
   e.fit({ParzenDim::continuous(0.0, 1.0)}, obs.data(), 3, nullptr, {});
   ASSERT_EQ(e.n_kernels(), 4u);
+  // One-dimensional estimators store kernels sorted by centre.
+  EXPECT_EQ(e.mus(0)[0], 0.2);
+  EXPECT_EQ(e.mus(0)[1], 0.5);
+  EXPECT_EQ(e.mus(0)[2], 0.9);
   EXPECT_NEAR(e.sigmas(0)[0], 0.3, 1e-15);
-  EXPECT_NEAR(e.sigmas(0)[1], 0.3, 1e-15);
+  EXPECT_NEAR(e.sigmas(0)[1], 0.4, 1e-15);
   EXPECT_NEAR(e.sigmas(0)[2], 0.4, 1e-15);
   EXPECT_NEAR(e.sigmas(0)[3], 1.0, 1e-15);  // prior: the range
   EXPECT_NEAR(e.mus(0)[3], 0.5, 1e-15);
@@ -176,14 +180,28 @@ TEST(Parzen, UnivariateBandwidthsByHand) {
   // With endpoints considered, the outer kernels see the bounds: 0.2 -> max(0.2, 0.3), 0.9 -> max(0.4, 0.1).
   ParzenOptions o;
   o.consider_endpoints = true;
-  e.fit({ParzenDim::continuous(0.0, 1.0)}, obs.data(), 3, nullptr, o);
-  EXPECT_NEAR(e.sigmas(0)[0], 0.3, 1e-15);
-  EXPECT_NEAR(e.sigmas(0)[2], 0.4, 1e-15);
-  // Multivariate rule: 0.2 * 3^(-1/5) * 1 for every observation.
-  o.multivariate = true;
   o.magic_clip = false;
-  e.fit({ParzenDim::continuous(0.0, 1.0)}, obs.data(), 3, nullptr, o);
-  EXPECT_NEAR(e.sigmas(0)[1], 0.2 * std::pow(3.0, -0.2), 1e-15);
+  std::vector<double> obs2 = {0.05, 0.5, 0.9};
+  e.fit({ParzenDim::continuous(0.0, 1.0)}, obs2.data(), 3, nullptr, o);
+  EXPECT_NEAR(e.sigmas(0)[0], 0.45, 1e-15);  // max(0.05, 0.45)
+  EXPECT_NEAR(e.sigmas(0)[2], 0.4, 1e-15);   // max(0.4, 0.1)
+  o.consider_endpoints = false;
+  e.fit({ParzenDim::continuous(0.0, 1.0)}, obs2.data(), 3, nullptr, o);
+  EXPECT_NEAR(e.sigmas(0)[0], 0.45, 1e-15);  // right gap only
+  EXPECT_NEAR(e.sigmas(0)[2], 0.4, 1e-15);
+  // The same rule per dimension of a joint estimator (input order kept there).
+  std::vector<double> obs3 = {0.9, 5.0, 0.2, 1.0, 0.5, 3.0};
+  e.fit({ParzenDim::continuous(0.0, 1.0), ParzenDim::continuous(0.0, 10.0)}, obs3.data(), 3, nullptr, {});
+  EXPECT_NEAR(e.sigmas(0)[0], 0.4, 1e-15);
+  EXPECT_NEAR(e.sigmas(0)[1], 0.3, 1e-15);
+  EXPECT_NEAR(e.sigmas(0)[2], 0.4, 1e-15);
+  EXPECT_NEAR(e.sigmas(1)[0], 2.0, 1e-15);  // 1 | 3 | 5: 5 -> left gap 2 (outermost)
+  EXPECT_NEAR(e.sigmas(1)[1], 2.0, 1e-15);  // 1 -> right gap 2 (outermost; clip floor 10 / 5 = 2)
+  // Scott's rule: 0.2 * 3^(-1/6) * range for every observation (two dimensions), no clip.
+  o.bandwidth = ParzenOptions::Bandwidth::Scott;
+  e.fit({ParzenDim::continuous(0.0, 1.0), ParzenDim::continuous(0.0, 10.0)}, obs3.data(), 3, nullptr, o);
+  EXPECT_NEAR(e.sigmas(0)[1], 0.2 * std::pow(3.0, -1.0 / 6.0), 1e-15);
+  EXPECT_NEAR(e.sigmas(1)[1], 2.0 * std::pow(3.0, -1.0 / 6.0), 1e-15);
 }
 
 TEST(Parzen, SamplesFollowTheDensity) {
@@ -297,7 +315,6 @@ TEST(Parzen, LogSumExpMatchesDirectSum) {
   }
   std::vector<double> obs2 = uniform_obs(rng, 2 * n, 0.0, 1.0);
   ParzenOptions o;
-  o.multivariate = true;
   e.fit({ParzenDim::continuous(0.0, 1.0), ParzenDim::continuous(0.0, 1.0)}, obs2.data(), n, nullptr, o);
   std::vector<double> pts = uniform_obs(rng, 60, 0.0, 1.0), out(30);
   e.log_pdf(pts.data(), 30, out.data(), 2);
