@@ -64,16 +64,25 @@ def run_optuna(seed: int, target: float, cap: float, pruner_name: str, sampler_n
     return b.hit
 
 
+TPE_SECONDS = 60.0  # per-run wall-clock limit for the kubetune TPE row (TPE's ask cost grows with the trials)
+
+
 def run_tpe_asha(seed: int, target: float, cap: float) -> Optional[float]:
-    """kubetune TPE sampling with the ASHA pruner (same epoch-by-epoch protocol as the Optuna rows)."""
+    """kubetune TPE sampling with the ASHA pruner (same epoch-by-epoch protocol as the Optuna rows).
+
+    Stops after TPE_SECONDS of wall time (counted as not reached): when the target is missed, ASHA prunes most
+    trials at epoch 1 and tens of thousands of trials accumulate.
+    """
     import kubetune as kt
+
+    t_end = time.perf_counter() + TPE_SECONDS
 
     lc = dm.problem(seed)
     b = dm._Budget(target, cap)
     pruner_cls = getattr(kt, "ASHAPruner", None) or kt._native.ASHAPruner
     st = kt.Study(lc.space(), searcher=kt.TPE(), pruner=pruner_cls(min_resource=1, max_resource=dm.R, eta=dm.ETA),
                   seed=seed)
-    while not b.done:
+    while not b.done and time.perf_counter() < t_end:
         t = st.ask()
         x = dm._point(t)
         v = None
@@ -96,7 +105,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--target", type=float, default=0.03)
     ap.add_argument("--cap", type=float, default=60000.0)
+    ap.add_argument("--tpe-seconds", type=float, default=TPE_SECONDS, help="wall limit per kubetune TPE run")
     args = ap.parse_args()
+    globals()["TPE_SECONDS"] = args.tpe_seconds
     methods = {f"kubetune {k}": v for k, v in dm.METHODS.items()}
     if hasattr(kubetune, "TPE"):
         methods["kubetune TPE+ASHAPruner"] = run_tpe_asha
