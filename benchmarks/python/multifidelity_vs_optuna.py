@@ -20,7 +20,7 @@ import time
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.append(os.path.join(HERE, "..", "..", "python"))  # PYTHONPATH, if set, wins
 
 import kubetune  # noqa: E402,F401
 
