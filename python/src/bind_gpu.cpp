@@ -141,7 +141,9 @@ void bind_gpu(py::module_& parent) {
       .def(py::init([](const g::Cluster& c, const std::string& policy, std::optional<std::vector<g::Request>> workload,
                        double popularity, bool gpu_weighted_typical, bool kube_semantics, bool indexed,
                        std::uint64_t seed) {
-             auto p = g::make_policy(policy, typical_from(c, workload, popularity, gpu_weighted_typical));
+             auto p = g::make_policy(policy, policy == "kubetune" && workload && !workload->empty()
+                                                 ? g::kubetune_typical_pods(c, *workload, popularity)
+                                                 : typical_from(c, workload, popularity, gpu_weighted_typical));
              p->set_kube_semantics(kube_semantics);
              g::AllocatorOptions o;
              o.indexed = indexed;

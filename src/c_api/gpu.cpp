@@ -51,7 +51,9 @@ KT_API int kt_gpu_allocator_create(const char* cluster_json, const char* options
     KT_CHECK(o["workload"].is_array(), InvalidArgument, "options field 'workload' must be an array of requests");
     std::vector<g::Request> w;
     for (const json& r : o["workload"]) w.push_back(g::request_from_json(r.dump()));
-    typical = g::typical_pods(c, w, o.value("popularity", 0.95), true, o.value("gpu_weighted_typical", true));
+    typical = policy == "kubetune" ? g::kubetune_typical_pods(c, w, o.value("popularity", 0.95))
+                                   : g::typical_pods(c, w, o.value("popularity", 0.95), true,
+                                                     o.value("gpu_weighted_typical", true));
   }
   auto p = g::make_policy(policy, typical);
   p->set_kube_semantics(o.value("kube_semantics", false));

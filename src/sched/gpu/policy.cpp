@@ -330,6 +330,29 @@ std::vector<TypicalPod> typical_pods(const Cluster& c, const std::vector<Request
   return out;
 }
 
+std::vector<TypicalPod> kubetune_typical_pods(const Cluster& c, const std::vector<Request>& workload, double popularity) {
+  const std::vector<TypicalPod> all = typical_pods(c, workload, 1.0, true, false);
+  const std::vector<TypicalPod> by_count = typical_pods(c, workload, popularity, true, false);
+  const std::vector<TypicalPod> by_gpu = typical_pods(c, workload, popularity, true, true);
+  auto same = [](const TypicalPod& a, const TypicalPod& b) {
+    return a.cpu_milli == b.cpu_milli && a.gpu_count == b.gpu_count && a.gpu_milli == b.gpu_milli &&
+           a.model_mask == b.model_mask;
+  };
+  std::vector<TypicalPod> out;
+  double sum = 0;
+  for (const TypicalPod& t : all) {
+    bool keep = false;
+    for (const TypicalPod& x : by_count) keep = keep || same(t, x);
+    for (const TypicalPod& x : by_gpu) keep = keep || same(t, x);
+    if (keep) {
+      out.push_back(t);
+      sum += t.weight;
+    }
+  }
+  for (TypicalPod& t : out) t.weight /= sum;
+  return out;
+}
+
 double node_fragmentation(const NodeSpec& spec, int model_id, const NodeState& st, const std::vector<TypicalPod>& tp) {
   int free[kMaxGpus];
   const int n = collect_free(spec, st, free);

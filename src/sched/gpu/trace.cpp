@@ -167,7 +167,7 @@ ReplayResult replay(const Cluster& cluster, const std::vector<Request>& workload
   KT_CHECK(opt.step_pct > 0.0, InvalidArgument, "step_pct = ", opt.step_pct, " must be > 0");
   KT_CHECK(cluster.total_gpu_milli() > 0, InvalidArgument, "replay cluster has no GPU");
   const std::vector<TypicalPod> tp = typical_pods(cluster, workload, opt.popularity, true, opt.gpu_weighted_typical);
-  auto policy = make_policy(opt.policy, tp);
+  auto policy = make_policy(opt.policy, opt.policy == "kubetune" ? kubetune_typical_pods(cluster, workload, opt.popularity) : tp);
   const bool kube = opt.kube_semantics && opt.policy != "kubetune";
   policy->set_kube_semantics(kube);
   AllocatorOptions ao;
@@ -205,7 +205,6 @@ ReplayResult replay(const Cluster& cluster, const std::vector<Request>& workload
   double arrived = 0;
   double next_mark = opt.step_pct;
   bool have100 = false;
-  const auto t0 = std::chrono::steady_clock::now();
   double placing = 0;
   auto point = [&](double arrived_milli) {
     AllocatorStats s = alloc.stats(tp);
@@ -237,7 +236,6 @@ ReplayResult replay(const Cluster& cluster, const std::vector<Request>& workload
       have100 = true;
     }
   }
-  (void)t0;
   res.seconds = placing;
   if (!have100) res.at_100 = point(arrived);
   return res;

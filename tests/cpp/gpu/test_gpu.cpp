@@ -139,6 +139,14 @@ TEST(Fgd, TypicalPodsFollowSimulatorPopularityRule) {
   // GPU-weighted: 60*1.5 = 90, 38*2 = 76, 2*3 = 6 of 172; 166/172 = 96.5 % < 98 % -> all three kept
   auto tpw = typical_pods(c, w, 0.98, true, true);
   EXPECT_EQ(tpw.size(), 3u);
+  // kubetune: shapes popular by count or by GPU demand, weighted by count (at 95 %: the GPU-weighted cut keeps
+  // 90 + 76 = 166 >= 163.4 -> two shapes; count cut 60 + 38 >= 95 -> the same two; so 60/98 and 38/98).
+  auto tpk = kubetune_typical_pods(c, w, 0.95);
+  ASSERT_EQ(tpk.size(), 2u);
+  EXPECT_NEAR(tpk[0].weight, 60.0 / 98.0, 1e-12);
+  auto tpk2 = kubetune_typical_pods(c, w, 0.98);  // GPU-weighted cut now keeps the 2-GPU shape: 2/100
+  ASSERT_EQ(tpk2.size(), 3u);
+  EXPECT_NEAR(tpk2[2].weight, 2.0 / 100.0, 1e-12);
 }
 
 // ---------------------------------------------------------------- gang

@@ -59,6 +59,12 @@ struct TypicalPod {
 std::vector<TypicalPod> typical_pods(const Cluster& c, const std::vector<Request>& workload, double popularity = 0.95,
                                      bool include_cpu_pods = true, bool gpu_weighted = false);
 
+/// kubetune's typical set: the shapes popular by count or by GPU demand (either 95 % cut), weighted by task count.
+/// Keeps the rare but large multi-GPU shapes in view without inflating their weight (GPU-weighted counts hurt on
+/// model-constrained workloads, plain counts drop 8-GPU tasks; measured in benchmarks/gpu.md).
+std::vector<TypicalPod> kubetune_typical_pods(const Cluster& c, const std::vector<Request>& workload,
+                                              double popularity = 0.95);
+
 /// FGD node fragmentation F_n(M) = sum_m p_m F_n(m) in milli-GPU (paper Eq. 1-2; simulator
 /// NodeGpuShareFragAmountScore): for a typical task m that the node cannot host (GPU model, CPU, or not enough
 /// GPUs with enough free share) -- and for CPU-only tasks -- every free GPU share is a fragment; otherwise the

@@ -31,8 +31,9 @@ struct ReplayOptions {
   /// paper's simulator does. kubetune always uses exact scores.
   bool kube_semantics = true;
   double popularity = 0.95;     // typical-pod coverage (simulator default)
-  /// Typical tasks counted by 1 + GPUs requested (simulator's GPU-resource weighting) instead of by count; with it
-  /// FGD reproduces the paper's default-trace figure, with plain counts 8-GPU tasks drop out of the typical set.
+  /// FGD's typical tasks counted by 1 + GPUs requested (simulator's GPU-resource weighting) instead of by count;
+  /// with it FGD reproduces the paper's default-trace figure, with plain counts 8-GPU tasks drop out of the
+  /// typical set. kubetune always uses kubetune_typical_pods.
   bool gpu_weighted_typical = true;
   double step_pct = 1.0;        // curve resolution in % of GPU capacity arrived
 };
