@@ -50,8 +50,8 @@ void bind_tpe(py::module_& m) {
       .def(py::init([](std::size_t n_startup_trials, std::size_t n_ei_candidates, double gamma,
                        const std::string& gamma_rule, std::size_t gamma_max, double prior_weight,
                        bool consider_magic_clip, bool consider_endpoints, std::size_t n_flat_weights,
-                       bool multivariate, bool group, bool constant_liar, std::optional<std::uint64_t> random_state,
-                       int n_threads) {
+                       bool multivariate, const std::string& bandwidth, bool group, bool constant_liar,
+                       std::optional<std::uint64_t> random_state, int n_threads) {
              nlohmann::json j = {{"type", "tpe"},
                                  {"n_startup_trials", n_startup_trials},
                                  {"n_ei_candidates", n_ei_candidates},
@@ -63,6 +63,7 @@ void bind_tpe(py::module_& m) {
                                  {"consider_endpoints", consider_endpoints},
                                  {"n_flat_weights", n_flat_weights},
                                  {"multivariate", multivariate},
+                                 {"bandwidth", bandwidth},
                                  {"group", group},
                                  {"constant_liar", constant_liar},
                                  {"n_threads", n_threads}};
@@ -73,7 +74,7 @@ void bind_tpe(py::module_& m) {
            py::arg("gamma") = 0.1, py::arg("gamma_rule") = "linear", py::arg("gamma_max") = 25,
            py::arg("prior_weight") = 1.0, py::arg("consider_magic_clip") = true,
            py::arg("consider_endpoints") = false, py::arg("n_flat_weights") = 25, py::arg("multivariate") = false,
-           py::arg("group") = true, py::arg("constant_liar") = true, py::arg("random_state") = py::none(),
+           py::arg("bandwidth") = "neighbour", py::arg("group") = true, py::arg("constant_liar") = true, py::arg("random_state") = py::none(),
            py::arg("n_threads") = 1)
       .def_static(
           "hyperopt",

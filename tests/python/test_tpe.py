@@ -61,8 +61,11 @@ def test_bad_settings_raise_value_error_naming_the_key(settings, needle):
 def test_bad_keyword_raises():
     with pytest.raises(ValueError, match="gamma_rule"):
         kt.TPE(gamma_rule="cubic")
+    with pytest.raises(ValueError, match="bandwidth"):
+        kt.TPE(bandwidth="silverman")
     with pytest.raises(TypeError):
         kt.TPE(10)  # keyword-only
+    assert kt.TPE(multivariate=True, bandwidth="scott").config()["bandwidth"] == "scott"
 
 
 def test_beats_random_on_branin():

@@ -17,6 +17,7 @@ class TPE(Searcher):
         consider_endpoints: bool = False,
         n_flat_weights: int = 25,
         multivariate: bool = False,
+        bandwidth: str = "neighbour",
         group: bool = True,
         constant_liar: bool = True,
         random_state: int | None = None,
