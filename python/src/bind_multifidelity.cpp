@@ -199,6 +199,23 @@ void bind_multifidelity(py::module_& m) {
            py::kw_only(), py::arg("min_resource") = 1.0, py::arg("max_resource") = 0.0, py::arg("eta") = 3,
            py::arg("min_early_stopping_rate") = 0);
 
+  py::class_<HyperbandPruner, Pruner, std::shared_ptr<HyperbandPruner>>(
+      m, "HyperbandPruner",
+      "Asynchronous Hyperband as a pruner (Li et al. 2020; Optuna's HyperbandPruner): ASHA brackets with "
+      "min_early_stopping_rate = bracket; each trial joins one bracket (hash of its id, weighted by Hyperband's "
+      "bracket sizes) and competes only within it. mode='optuna' counts brackets with Optuna's float log.")
+      .def(py::init([](double min_resource, double max_resource, int eta, const std::string& mode) {
+             return build<HyperbandPruner, Pruner>(&HyperbandPruner::from_json, {{"type", "hyperband"},
+                                                                                 {"min_resource", min_resource},
+                                                                                 {"max_resource", max_resource},
+                                                                                 {"eta", eta},
+                                                                                 {"mode", mode}});
+           }),
+           py::kw_only(), py::arg("min_resource") = 1.0, py::arg("max_resource") = 81.0, py::arg("eta") = 3,
+           py::arg("mode") = "exact")
+      .def_property_readonly("n_brackets", &HyperbandPruner::n_brackets)
+      .def("bracket_of", &HyperbandPruner::bracket_of, py::arg("trial_id"));
+
   py::class_<MedianStop, Pruner, std::shared_ptr<MedianStop>>(
       m, "MedianStop",
       "Median stopping rule (Golovin et al., Vizier, KDD 2017) with Katib's settings: prune when the best value "

@@ -265,3 +265,26 @@ def _exact_reference(R, eta):
 def test_tables_match_independent_references(R, eta):
     assert [b["rungs"] for b in _brackets(R, eta, mode="katib")] == _katib_reference(R, eta)
     assert [b["rungs"] for b in _brackets(R, eta)] == _exact_reference(R, eta)
+
+
+def test_hyperband_pruner():
+    cls = getattr(kt, "HyperbandPruner", None) or kt._native.HyperbandPruner
+    assert cls(max_resource=243).n_brackets == 6
+    assert cls(max_resource=243, mode="optuna").n_brackets == 5
+    p = cls(max_resource=27)
+    assert {p.bracket_of(i) for i in range(200)} == {0, 1, 2, 3}
+    lc = _lc_cls()(dim=2, max_budget=27, seed=3)
+    st = kt.Study(lc.space(), searcher=kt.RandomSearch(), pruner=p, seed=0)
+
+    def objective(t):
+        x = [t.params["x0"], t.params["x1"]]
+        for e in range(1, 28):
+            v = lc.value(x, e)
+            t.report(e, v)
+            if t.should_prune():
+                raise kt.study.TrialPruned()
+        return v
+
+    st.optimize(objective, n_trials=40)
+    pruned = [t for t in st.trials if "pruned" in str(t.state).lower()]
+    assert pruned and all(p.bracket_of(t.id) < 3 for t in pruned)  # bracket 3 (s = 3) has no rung below 27

@@ -7,6 +7,8 @@
 #include <map>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/rng.hpp"
+#include "kubetune/search/multifidelity/hyperband.hpp"
 #include "schedule.hpp"
 #include "settings.hpp"
 
@@ -83,6 +85,11 @@ nlohmann::json ASHAPruner::config() const {
 }
 
 bool ASHAPruner::should_prune(const SearchContext& ctx, const Trial& trial) {
+  return asha_rung_prune(ctx, trial, r_, nullptr);
+}
+
+bool asha_rung_prune(const SearchContext& ctx, const Trial& trial, const ASHARungs& r,
+                     const std::function<bool(const Trial&)>& competes) {
   const auto& iv = trial.intermediate;
   if (iv.empty()) return false;
   const double last = static_cast<double>(iv.back().first);
@@ -90,7 +97,7 @@ bool ASHAPruner::should_prune(const SearchContext& ctx, const Trial& trial) {
                                      : -std::numeric_limits<double>::infinity();
   // The highest rung crossed by the latest report (each rung is decided once, when it is crossed).
   double budget = kNaN;
-  for (double b : r_.budgets())
+  for (double b : r.budgets())
     if (prev < b && b <= last) budget = b;
   if (std::isnan(budget)) return false;
   const double own = ctx.signed_value(iv.back().second);
@@ -98,15 +105,76 @@ bool ASHAPruner::should_prune(const SearchContext& ctx, const Trial& trial) {
   std::vector<double> vals{own};
   for (const Trial& t : ctx.trials) {
     if (t.id == trial.id || t.state == TrialState::Failed) continue;
+    if (competes && !competes(t)) continue;
     double v;
     if (!rung_value(t, budget, &v)) continue;
     v = ctx.signed_value(v);
     if (!std::isnan(v)) vals.push_back(v);
   }
   std::sort(vals.begin(), vals.end());
-  std::size_t k = vals.size() / static_cast<std::size_t>(r_.eta);
+  std::size_t k = vals.size() / static_cast<std::size_t>(r.eta);
   std::size_t idx = k == 0 ? 0 : k - 1;  // fewer than eta values: continue only as the best so far
   return !(own <= vals[idx]);
+}
+
+// -------------------------------------------------------------------------------- hyperband pruner
+
+HyperbandPruner::HyperbandPruner(Config c) : cfg_(c) {
+  ASHARungs{cfg_.min_resource, cfg_.max_resource, cfg_.eta, 0}.validate("hyperband pruner");
+  KT_CHECK(cfg_.max_resource > 0, InvalidArgument, "hyperband pruner: setting 'max_resource' must be > 0");
+  int s_max = 0;
+  if (cfg_.optuna_brackets) {
+    // Optuna HyperbandPruner: n_brackets = floor(log(max / min) / log(eta)) + 1 (floating point).
+    s_max = static_cast<int>(std::floor(std::log(cfg_.max_resource / cfg_.min_resource) / std::log(double(cfg_.eta))));
+  } else {
+    s_max = hyperband_s_max(cfg_.max_resource, cfg_.eta, BracketMode::Exact, cfg_.min_resource);
+  }
+  const int nb = s_max + 1;
+  for (int i = 0; i < nb; ++i) {
+    // Trials per bracket ∝ Hyperband's n for s = nb - 1 - i (Optuna's _calculate_trial_allocation_budget).
+    const double w = std::ceil(nb * std::pow(double(cfg_.eta), nb - 1 - i) / (nb - i));
+    budgets_.push_back(static_cast<std::uint64_t>(w));
+    total_ += budgets_.back();
+  }
+}
+
+std::unique_ptr<Pruner> HyperbandPruner::from_json(const nlohmann::json& j) {
+  md::check_keys(j, "hyperband pruner",
+                 {"min_resource", "r_min", "max_resource", "r_l", "R", "eta", "reduction_factor", "mode"});
+  Config c;
+  if (auto* v = md::find(j, {"min_resource", "r_min"})) c.min_resource = md::number(*v, "min_resource");
+  if (auto* v = md::find(j, {"max_resource", "r_l", "R"})) c.max_resource = md::number(*v, "max_resource");
+  if (auto* v = md::find(j, {"eta", "reduction_factor"})) c.eta = static_cast<int>(md::integer(*v, "eta"));
+  if (auto* v = md::find(j, {"mode"})) {
+    std::string m = md::string(*v, "mode");
+    KT_CHECK(m == "exact" || m == "optuna", InvalidArgument, "hyperband pruner: setting 'mode' = '", m,
+             "' must be 'exact' or 'optuna'");
+    c.optuna_brackets = m == "optuna";
+  }
+  return std::make_unique<HyperbandPruner>(c);
+}
+
+nlohmann::json HyperbandPruner::config() const {
+  return {{"type", type()},
+          {"min_resource", cfg_.min_resource},
+          {"max_resource", cfg_.max_resource},
+          {"eta", cfg_.eta},
+          {"mode", cfg_.optuna_brackets ? "optuna" : "exact"}};
+}
+
+int HyperbandPruner::bracket_of(std::int64_t trial_id) const {
+  std::uint64_t h = mix64(static_cast<std::uint64_t>(trial_id) ^ 0x68625f7072756e65ULL) % total_;
+  for (std::size_t i = 0; i < budgets_.size(); ++i) {
+    if (h < budgets_[i]) return static_cast<int>(i);
+    h -= budgets_[i];
+  }
+  return static_cast<int>(budgets_.size()) - 1;
+}
+
+bool HyperbandPruner::should_prune(const SearchContext& ctx, const Trial& trial) {
+  const int b = bracket_of(trial.id);
+  ASHARungs r{cfg_.min_resource, cfg_.max_resource, cfg_.eta, b};
+  return asha_rung_prune(ctx, trial, r, [&](const Trial& t) { return bracket_of(t.id) == b; });
 }
 
 // ------------------------------------------------------------------------------------------- searcher

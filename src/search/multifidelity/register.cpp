@@ -14,6 +14,7 @@ void register_multifidelity() {
   register_searcher("bohb", &BOHB::from_json);
   register_searcher("asha", &ASHA::from_json);
   register_pruner("asha", &ASHAPruner::from_json);
+  register_pruner("hyperband", &HyperbandPruner::from_json);
   register_pruner("median_stop", &MedianStop::from_json);
   register_pruner("medianstop", &MedianStop::from_json);  // Katib's algorithmName
   register_pruner("percentile", &PercentilePruner::from_json);

@@ -186,3 +186,39 @@ TEST(Percentile, HandComputedOptunaSemantics) {
   EXPECT_THROW(make_pruner({{"type", "median_stop"}, {"start_step", "0"}}), InvalidArgument);
   EXPECT_THROW(make_pruner({{"type", "median_stop"}, {"rule", "mean"}}), InvalidArgument);
 }
+
+TEST(HyperbandPruner, BracketsAndAllocation) {
+  HyperbandPruner exact({1, 243, 3, false}), optuna({1, 243, 3, true});
+  EXPECT_EQ(exact.n_brackets(), 6u);
+  EXPECT_EQ(optuna.n_brackets(), 5u);  // floor(4.999999999999999) + 1
+  HyperbandPruner p({1, 81, 3, false});
+  ASSERT_EQ(p.n_brackets(), 5u);
+  // Allocation weights 81, 34, 15, 8, 5 (of 143): frequencies within 4 sigma over 20000 ids.
+  std::vector<int> cnt(5);
+  const int N = 20000;
+  for (int i = 0; i < N; ++i) cnt[static_cast<std::size_t>(p.bracket_of(i))]++;
+  const double w[] = {81, 34, 15, 8, 5};
+  for (int b = 0; b < 5; ++b) {
+    const double q = w[b] / 143.0;
+    EXPECT_NEAR(cnt[static_cast<std::size_t>(b)], N * q, 4 * std::sqrt(N * q * (1 - q))) << b;
+  }
+}
+
+TEST(HyperbandPruner, TrialsCompeteOnlyWithinTheirBracket) {
+  search::register_multifidelity();
+  HyperbandPruner probe({1, 81, 3, false});
+  auto st = std::make_unique<Study>(sp(), std::make_unique<ASHA>(ASHA::Config{}), std::vector<Direction>{Direction::Minimize},
+                                    1, make_pruner({{"type", "hyperband"}, {"max_resource", 81}}));
+  std::vector<std::int64_t> b0, other;
+  for (int i = 0; i < 40; ++i) {
+    auto id = st->ask(1).at(0).id;
+    (probe.bracket_of(id) == 0 ? b0 : other).push_back(id);
+  }
+  ASSERT_GE(b0.size(), 2u);
+  ASSERT_GE(other.size(), 1u);
+  EXPECT_FALSE(rep(*st, b0[0], 1, 0.5));
+  // A trial of another bracket has no rung at step 1 (its min_early_stopping_rate is >= 1) and does not compete.
+  EXPECT_FALSE(rep(*st, other[0], 1, 0.1));
+  EXPECT_FALSE(rep(*st, b0[1], 1, 0.4));  // best of bracket 0 so far, although 0.1 exists elsewhere
+  EXPECT_THROW(make_pruner({{"type", "hyperband"}, {"mode", "katib"}}), InvalidArgument);
+}

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,38 @@ class ASHAPruner final : public Pruner {
 
  private:
   ASHARungs r_;
+};
+
+/// The rung decision of ASHAPruner for rungs `r`; when `competes` is set, only trials it accepts compete.
+bool asha_rung_prune(const SearchContext& ctx, const Trial& trial, const ASHARungs& r,
+                     const std::function<bool(const Trial&)>& competes);
+
+/// Asynchronous Hyperband as a pruner (Li et al. 2020, §3.2; Optuna's HyperbandPruner): n_brackets ASHA
+/// brackets with min_early_stopping_rate = bracket index; each trial joins one bracket, chosen by a hash of its
+/// id with probabilities proportional to Hyperband's bracket sizes ceil(nb eta^(nb-1-i) / (nb-i)), and competes
+/// only with trials of its bracket. mode "exact": nb = s_max + 1 with exact s_max; "optuna": Optuna's float
+/// floor(log(max/min)/log(eta)) + 1.
+class HyperbandPruner final : public Pruner {
+ public:
+  struct Config {
+    double min_resource = 1.0;
+    double max_resource = 81.0;
+    int eta = 3;
+    bool optuna_brackets = false;
+  };
+  explicit HyperbandPruner(Config c);
+  static std::unique_ptr<Pruner> from_json(const nlohmann::json& j);
+  std::string type() const override { return "hyperband"; }
+  nlohmann::json config() const override;
+  bool should_prune(const SearchContext& ctx, const Trial& trial) override;
+  /// Bracket (= min_early_stopping_rate) of a trial id.
+  int bracket_of(std::int64_t trial_id) const;
+  std::size_t n_brackets() const noexcept { return budgets_.size(); }
+
+ private:
+  Config cfg_;
+  std::vector<std::uint64_t> budgets_;
+  std::uint64_t total_ = 0;
 };
 
 /// ASHA as a searcher. New configurations are random draws from the priors.
