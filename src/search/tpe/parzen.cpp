@@ -261,6 +261,36 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
   prior_weight_ = opt.prior_weight;
   const std::size_t D = dims.size();
   k_ = n + 1;
+  // Mixture weights in input order: observations' (default 1) then the prior's, normalised. Their logs
+  // are memoised per thread: TPE fits every parameter of an ask with the same weights.
+  w_.resize(k_);
+  lw_.resize(k_);
+  cum_w_.resize(k_);
+  {
+    thread_local std::vector<double> memo_in, memo_w, memo_lw;
+    double total = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      double wi = weights ? weights[i] : 1.0;
+      KT_CHECK(std::isfinite(wi) && wi >= 0.0, InvalidArgument, "parzen: weight ", i, " = ", wi,
+               " must be finite and >= 0");
+      w_[i] = wi;
+      total += wi;
+    }
+    w_[n] = n == 0 ? 1.0 : opt.prior_weight;
+    total += w_[n];
+    if (memo_in.size() == k_ && std::equal(w_.begin(), w_.end(), memo_in.begin())) {
+      std::copy(memo_w.begin(), memo_w.end(), w_.begin());
+      std::copy(memo_lw.begin(), memo_lw.end(), lw_.begin());
+    } else {
+      memo_in.assign(w_.begin(), w_.end());
+      for (std::size_t k = 0; k < k_; ++k) {
+        w_[k] /= total;
+        lw_[k] = std::log(w_[k]);
+      }
+      memo_w.assign(w_.begin(), w_.end());
+      memo_lw.assign(lw_.begin(), lw_.end());
+    }
+  }
   // One-dimensional neighbour-bandwidth estimators keep their kernels sorted by centre, which makes the
   // bandwidths a linear scan and lets log_pdf visit only the kernels near each point.
   sorted1d_ = D == 1 && opt.bandwidth == ParzenOptions::Bandwidth::Neighbour &&
@@ -283,32 +313,18 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       argsort(obs, n);
     }
     sorted_obs_.resize(n);
-    sorted_w_.resize(n);
+    sorted_w_.resize(2 * n);
     for (std::size_t j = 0; j < n; ++j) {
       sorted_obs_[j] = obs[order_[j]];
-      sorted_w_[j] = weights ? weights[order_[j]] : 1.0;
+      sorted_w_[j] = w_[order_[j]];
+      sorted_w_[n + j] = lw_[order_[j]];
     }
     obs = sorted_obs_.data();
-    weights = sorted_w_.data();
+    std::copy(sorted_w_.begin(), sorted_w_.begin() + static_cast<std::ptrdiff_t>(n), w_.begin());
+    std::copy(sorted_w_.begin() + static_cast<std::ptrdiff_t>(n), sorted_w_.end(), lw_.begin());
   }
-  // Mixture weights: observations' (default 1) then the prior's, normalised.
-  w_.resize(k_);
-  lw_.resize(k_);
-  cum_w_.resize(k_);
-  double total = 0.0;
-  for (std::size_t i = 0; i < n; ++i) {
-    double wi = weights ? weights[i] : 1.0;
-    KT_CHECK(std::isfinite(wi) && wi >= 0.0, InvalidArgument, "parzen: weight ", i, " = ", wi,
-             " must be finite and >= 0");
-    w_[i] = wi;
-    total += wi;
-  }
-  w_[n] = n == 0 ? 1.0 : opt.prior_weight;
-  total += w_[n];
   double run = 0.0;
   for (std::size_t k = 0; k < k_; ++k) {
-    w_[k] /= total;
-    lw_[k] = std::log(w_[k]);
     run += w_[k];
     cum_w_[k] = run;
   }
@@ -420,8 +436,8 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     const double w_e = hi_e - lo_e;
     const double ub_obs = n > 0 ? -std::log(normal_cdf(w_e / sig_max) - 0.5) : 0.0;
     for (std::size_t k = 0; k < k_; ++k) {
-      const double za = (lo_e - mu[k]) / sg[k], zb = (hi_e - mu[k]) / sg[k];
       inv[k] = 1.0 / sg[k];
+      const double za = (lo_e - mu[k]) * inv[k], zb = (hi_e - mu[k]) * inv[k];
       half[k] = disc ? 0.5 * s / sg[k] : 0.0;
       cst[k] = (sg[k] == minsig ? -log_minsig : -std::log(sg[k])) - kLogSqrt2Pi + log_s;
       if (za < -8.5 && zb > 8.5) {
