@@ -267,7 +267,12 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
   lw_.resize(k_);
   cum_w_.resize(k_);
   {
-    thread_local std::vector<double> memo_in, memo_w, memo_lw;
+    // Two slots: TPE alternates between the "below" and "above" weights of each parameter.
+    struct Memo {
+      std::vector<double> in, w, lw;
+    };
+    thread_local Memo memo[2];
+    thread_local int memo_next = 0;
     double total = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
       double wi = weights ? weights[i] : 1.0;
@@ -278,17 +283,22 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     }
     w_[n] = n == 0 ? 1.0 : opt.prior_weight;
     total += w_[n];
-    if (memo_in.size() == k_ && std::equal(w_.begin(), w_.end(), memo_in.begin())) {
-      std::copy(memo_w.begin(), memo_w.end(), w_.begin());
-      std::copy(memo_lw.begin(), memo_lw.end(), lw_.begin());
+    Memo* hit = nullptr;
+    for (Memo& mm : memo)
+      if (mm.in.size() == k_ && std::equal(w_.begin(), w_.end(), mm.in.begin())) hit = &mm;
+    if (hit) {
+      std::copy(hit->w.begin(), hit->w.end(), w_.begin());
+      std::copy(hit->lw.begin(), hit->lw.end(), lw_.begin());
     } else {
-      memo_in.assign(w_.begin(), w_.end());
+      Memo& mm = memo[memo_next];
+      memo_next ^= 1;
+      mm.in.assign(w_.begin(), w_.end());
       for (std::size_t k = 0; k < k_; ++k) {
         w_[k] /= total;
         lw_[k] = std::log(w_[k]);
       }
-      memo_w.assign(w_.begin(), w_.end());
-      memo_lw.assign(lw_.begin(), lw_.end());
+      mm.w.assign(w_.begin(), w_.end());
+      mm.lw.assign(lw_.begin(), lw_.end());
     }
   }
   // One-dimensional neighbour-bandwidth estimators keep their kernels sorted by centre, which makes the

@@ -250,7 +250,13 @@ struct TPEWorkspace {
   // Sort cache for univariate models: per parameter, (model value, trial index) of every trial where it is
   // active, ascending (ties by index) -- exactly the stable argsort ParzenEstimator would compute. Kept
   // across asks and verified against the trials on every ask, so it can never change a result.
-  std::vector<std::vector<std::pair<double, std::size_t>>> sorted;
+  struct SortEntry {
+    double v;         // model value (log for log parameters; -0 as +0)
+    std::size_t idx;  // trial index
+    double raw;       // the trial's value, to verify the cache without recomputing logs
+    bool operator<(const SortEntry& o) const { return v < o.v || (v == o.v && idx < o.idx); }
+  };
+  std::vector<std::vector<SortEntry>> sorted;
   std::size_t sorted_count = 0;  // trials covered by the cache
   std::vector<char> member;      // per trial: 1 below, 2 above
   std::vector<std::size_t> rowpos, order;
@@ -377,9 +383,9 @@ void TPEWorkspace::update_sort_cache(const std::vector<Trial>& trials) {
       valid = false;
       break;
     }
-    for (const auto& [v, i] : sorted[p]) {
-      const Trial& t = trials[i];
-      if (t.x.size() != D || std::isnan(t.x[p]) || model_value(pm[p], t.x[p]) != v) {
+    for (const auto& e : sorted[p]) {
+      const Trial& t = trials[e.idx];
+      if (t.x.size() != D || !(t.x[p] == e.raw)) {
         valid = false;
         break;
       }
@@ -394,7 +400,7 @@ void TPEWorkspace::update_sort_cache(const std::vector<Trial>& trials) {
     for (std::size_t i = from; i < N; ++i) {
       const Trial& t = trials[i];
       if (t.x.size() != D || std::isnan(t.x[p])) continue;
-      std::pair<double, std::size_t> e{model_value(pm[p], t.x[p]), i};
+      TPEWorkspace::SortEntry e{model_value(pm[p], t.x[p]), i, t.x[p]};
       if (rebuild)
         list.push_back(e);
       else  // i exceeds every cached index: goes after equal values
@@ -567,7 +573,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
     if (want_order) {
       ws.order.clear();
       for (const auto& e : ws.sorted[first])
-        if (ws.member[e.second] == 2) ws.order.push_back(ws.rowpos[e.second]);
+        if (ws.member[e.idx] == 2) ws.order.push_back(ws.rowpos[e.idx]);
     }
     if (with_batch) {
       for (std::size_t b = 0; b < ws.n_batch; ++b) {
