@@ -128,3 +128,29 @@ TEST(BOHB, CategoricalAndConditionalSpacesWork) {
   EXPECT_GT(near * 2, late);
   (void)adam;
 }
+
+#include "../../../src/search/multifidelity/kde.hpp"  // internal: BOHB's density
+
+TEST(BOHB, KdeBandwidthAndNormalisation) {
+  using search::mf_detail::Kde;
+  // 1-D continuous: statsmodels normal_reference bw = 1.06 * std(ddof=0) * n^(-1/5).
+  std::vector<std::vector<double>> rows{{0.1}, {0.2}, {0.4}, {0.7}};
+  Kde k = Kde::fit(rows, {0}, 1e-3);
+  const double mean = 0.35, var = (0.0625 + 0.0225 + 0.0025 + 0.1225) / 4;
+  EXPECT_NEAR(k.bw[0], 1.06 * std::sqrt(var) * std::pow(4.0, -0.2), 1e-12);
+  (void)mean;
+  // Integrates to 1 over the real line (trapezoid on a wide grid).
+  double integral = 0, h = 1e-3;
+  for (double x = -3; x <= 4; x += h) integral += k.pdf({x}) * h;
+  EXPECT_NEAR(integral, 1.0, 1e-6);
+  // Categorical (3 levels) x continuous: summing over levels and integrating gives 1; lambda <= (c-1)/c.
+  Kde m = Kde::fit({{0, 0.3}, {0, 0.5}, {1, 0.6}, {2, 0.2}, {0, 0.4}}, {3, 0}, 1e-3);
+  EXPECT_LE(m.bw[0], 2.0 / 3.0);
+  double total = 0;
+  for (int c = 0; c < 3; ++c)
+    for (double x = -3; x <= 4; x += h) total += m.pdf({double(c), x}) * h;
+  EXPECT_NEAR(total, 1.0, 1e-6);
+  // Zero spread: the bandwidth floor applies.
+  Kde z = Kde::fit({{0.5}, {0.5}, {0.5}}, {0}, 1e-3);
+  EXPECT_DOUBLE_EQ(z.bw[0], 1e-3);
+}
