@@ -95,6 +95,11 @@ def history(f, n, seed=0):
     return X, np.array([f(x) for x in X])
 
 
+def med(pairs):
+    """Median wall and CPU seconds of (wall, cpu) pairs (CPU time is fairer on a shared, loaded machine)."""
+    return {"wall": statistics.median(p[0] for p in pairs), "cpu": statistics.median(p[1] for p in pairs)}
+
+
 def time_kubetune(f, n, reps, threads):
     X, y = history(f, n)
     study = kt.Study(f.space(), searcher=kt.GP(threads=threads), seed=0)
@@ -102,11 +107,11 @@ def time_kubetune(f, n, reps, threads):
         study.add_trial({f"x{i}": float(c) for i, c in enumerate(x)}, float(v))
     out = []
     for _ in range(reps + 1):  # the first ask is a cold fit (no stored hyperparameters); report the warm ones
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         t = study.ask()
-        out.append(time.perf_counter() - t0)
+        out.append((time.perf_counter() - t0, time.process_time() - c0))
         study.tell(t, f(t.params))
-    return statistics.median(out[1:]) if reps > 0 else out[0]
+    return med(out[1:] if reps > 0 else out)
 
 
 def time_optuna(f, n, reps, threads):
@@ -120,12 +125,12 @@ def time_optuna(f, n, reps, threads):
                                                 distributions=dists, value=float(v)) for x, v in zip(X, y)])
     out = []
     for _ in range(max(reps, 1)):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         trial = study.ask()
         x = [trial.suggest_float(k, d.low, d.high) for k, d in dists.items()]
-        out.append(time.perf_counter() - t0)
+        out.append((time.perf_counter() - t0, time.process_time() - c0))
         study.tell(trial, f(np.array(x)))
-    return statistics.median(out)
+    return med(out)
 
 
 def time_skopt(f, n, reps, threads):
@@ -136,11 +141,11 @@ def time_skopt(f, n, reps, threads):
     for r in range(max(reps, 1)):
         opt = Optimizer(list(map(tuple, f.bounds)), base_estimator="GP", acq_func="gp_hedge", acq_optimizer="auto",
                         n_initial_points=10, random_state=r, n_jobs=threads)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.tell([list(map(float, x)) for x in X], [float(v) for v in y])  # fit + acquisition optimisation
         opt.ask()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
+        out.append((time.perf_counter() - t0, time.process_time() - c0))
+    return med(out)
 
 
 RUNNERS = {"kubetune": (run_kubetune, time_kubetune), "optuna": (run_optuna, time_optuna),
@@ -207,12 +212,18 @@ def main(argv=None):
                 print(f"{key:10s} {b:6d} " + " ".join(f"{row[p]:12.5f}" for p in peers), flush=True)
     if args.timing_n:
         f = get_fn(args.timing_function)
-        print(f"\nseconds per suggestion on {args.timing_function} with n complete trials (median of reps)")
-        print(f"{'n':>6s} " + " ".join(f"{p:>12s}" for p in peers))
+        print(f"\nseconds per suggestion on {args.timing_function} with n complete trials (median of reps), "
+              "wall / process CPU")
+        print(f"{'n':>6s} " + " ".join(f"{p:>20s}" for p in peers))
         for n in args.timing_n:
-            row = {p: RUNNERS[p][1](f, n, args.timing_reps, args.threads) for p in peers}
+            row = {}
+            for p in peers:
+                row[p] = RUNNERS[p][1](f, n, args.timing_reps, args.threads)
+                if args.log:
+                    with open(args.log, "a") as fh:
+                        fh.write(json.dumps({"timing_n": n, "peer": p, **row[p]}) + "\n")
             results["timing"][str(n)] = row
-            print(f"{n:6d} " + " ".join(f"{row[p]:12.4f}" for p in peers), flush=True)
+            print(f"{n:6d} " + " ".join(f"{row[p]['wall']:9.4f} / {row[p]['cpu']:8.4f}" for p in peers), flush=True)
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(results, fh, indent=1)

@@ -88,7 +88,7 @@ void bind_gp(py::module_& m) {
       .def(py::init([](const std::string& kernel, const std::string& acq_func, int n_initial_points, double xi,
                        double kappa, int n_candidates, int n_refine, const std::string& prior, int n_hyper_restarts,
                        bool warm_start, bool deterministic, const std::string& fantasy, int max_enumeration,
-                       int max_fit_points, int threads, std::optional<std::int64_t> random_state) {
+                       int max_fit_points, int refit_scale, int threads, std::optional<std::int64_t> random_state) {
              nlohmann::json j = {{"type", "gp"},
                                  {"kernel", kernel},
                                  {"acq_func", acq_func},
@@ -104,6 +104,7 @@ void bind_gp(py::module_& m) {
                                  {"fantasy", fantasy},
                                  {"max_enumeration", max_enumeration},
                                  {"max_fit_points", max_fit_points},
+                                 {"refit_scale", refit_scale},
                                  {"threads", threads}};
              if (random_state) j["random_state"] = *random_state;
              return build_gp(j);
@@ -113,7 +114,7 @@ void bind_gp(py::module_& m) {
            py::arg("n_candidates") = 1024, py::arg("n_refine") = 5, py::arg("prior") = "optuna",
            py::arg("n_hyper_restarts") = 2, py::arg("warm_start") = true, py::arg("deterministic") = false,
            py::arg("fantasy") = "believer", py::arg("max_enumeration") = 64, py::arg("max_fit_points") = 400,
-           py::arg("threads") = 0, py::arg("random_state") = py::none())
+           py::arg("refit_scale") = 100,           py::arg("threads") = 0, py::arg("random_state") = py::none())
       .def_static(
           "from_katib", [](py::handle s) { return build_gp(katib_settings(s)); }, py::arg("settings") = py::none(),
           "Build from Katib algorithmSettings (base_estimator 'GP', n_initial_points, acq_func "

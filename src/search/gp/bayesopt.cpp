@@ -350,6 +350,7 @@ GPSearcher::GPSearcher(GPConfig c) : cfg_(c) {
            " must be >= 0");
   KT_CHECK(cfg_.max_enumeration >= 1, InvalidArgument, "max_enumeration = ", cfg_.max_enumeration,
            " must be >= 1");
+  KT_CHECK(cfg_.refit_scale >= 0, InvalidArgument, "refit_scale = ", cfg_.refit_scale, " must be >= 0");
   KT_CHECK(cfg_.max_fit_points >= 0, InvalidArgument, "max_fit_points = ", cfg_.max_fit_points,
            " must be >= 0 (0 = no cap)");
   KT_CHECK(std::isfinite(cfg_.xi) && cfg_.xi >= 0, InvalidArgument, "xi = ", cfg_.xi, " must be >= 0");
@@ -378,6 +379,7 @@ GPConfig GPSearcher::config_from_json(const nlohmann::json& j) {
     else if (k == "fantasy") c.fantasy = fantasy_from_string(get_string(v, k));
     else if (k == "max_enumeration") c.max_enumeration = static_cast<int>(get_int(v, k));
     else if (k == "max_fit_points") c.max_fit_points = static_cast<int>(get_int(v, k));
+    else if (k == "refit_scale") c.refit_scale = static_cast<int>(get_int(v, k));
     else if (k == "threads" || k == "n_threads") c.threads = static_cast<int>(get_int(v, k));
     else if (k == "random_state") {
       if (v.is_null()) c.random_state.reset();
@@ -425,6 +427,7 @@ nlohmann::json GPSearcher::config() const {
                       {"fantasy", to_string(cfg_.fantasy)},
                       {"max_enumeration", cfg_.max_enumeration},
                       {"max_fit_points", cfg_.max_fit_points},
+                      {"refit_scale", cfg_.refit_scale},
                       {"threads", cfg_.threads}};
   if (cfg_.random_state) j["random_state"] = *cfg_.random_state;
   return j;
@@ -492,6 +495,7 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
   if (cfg_.deterministic) fo.min_noise = fo.max_noise = 1e-6;
   fo.use_warm_start = false;
   const Eigen::Index np = gp.n_params();
+  bool refit = true;
   if (cfg_.warm_start && last_fit) {
     Eigen::VectorXd theta(np);
     bool ok = true;
@@ -506,11 +510,17 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
       // Warm start alone; every 5th fit (by history size, so still a function of the history) also tries
       // the default start, so a poor local optimum is not kept forever. Random restarts only when cold.
       fo.n_restarts = 0;
-      fo.use_default_start = done.size() % 5 == 0;
+      const std::size_t interval =
+          cfg_.refit_scale > 0 ? std::max<std::size_t>(1, done.size() / static_cast<std::size_t>(cfg_.refit_scale)) : 1;
+      refit = done.size() % interval == 0;
+      fo.use_default_start = done.size() % (5 * interval) == 0;
     }
   }
   const std::size_t cap = static_cast<std::size_t>(cfg_.max_fit_points);
-  if (cap > 0 && done.size() > cap) {
+  if (!refit) {
+    // Hyperparameters reused from the last GP trial; standardisation and factorisation on all points.
+    gp.set_data(X, y);
+  } else if (cap > 0 && done.size() > cap) {
     // Hyperparameters from a subset (the best half and the most recent others), posterior from all points.
     std::vector<std::size_t> by_loss(done.size());
     std::iota(by_loss.begin(), by_loss.end(), std::size_t{0});

@@ -299,6 +299,10 @@ double GaussianProcess::fit_hyperparameters(const FitOptions& opt, Rng& rng) {
   param.max_iterations = opt.max_iterations;
   param.epsilon = 1e-5;
   param.epsilon_rel = 1e-6;
+  // Also stop when the objective improves by less than 1e-6 relative over one iteration: differences
+  // that small in the log likelihood do not change the posterior in any way that matters for proposals.
+  param.past = 1;
+  param.delta = 1e-6;
   param.max_linesearch = 30;
   LBFGSpp::LBFGSBSolver<double> solver(param);
   for (Eigen::VectorXd x : starts) {

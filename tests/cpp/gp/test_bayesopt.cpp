@@ -60,6 +60,7 @@ std::unique_ptr<Searcher> gp_searcher(GPConfig c = {}) { return std::make_unique
 
 template <class F>
 double run_gp(const SearchSpace& space, F f, int trials, std::uint64_t seed, GPConfig c = {}) {
+  c.threads = 1;  // CI shares 2 cores between suites
   Study st(space, gp_searcher(c), {Direction::Minimize}, seed);
   for (int i = 0; i < trials; ++i) {
     auto t = st.ask(1).at(0);

@@ -36,6 +36,9 @@ struct GPConfig {
   bool deterministic = false;    ///< noise-free objective: noise fixed to a 1e-6 nugget (as Optuna)
   Fantasy fantasy = Fantasy::Believer;
   int max_enumeration = 64;      ///< categorical combinations enumerated exactly up to this count
+  int refit_scale = 100;         ///< with n complete trials, hyperparameters are re-fitted when
+                                 ///< n % max(1, n / refit_scale) == 0 and otherwise reused from the last
+                                 ///< GP trial (every ask below 2 * refit_scale). 0 = refit on every ask
   int max_fit_points = 400;      ///< hyperparameters fitted on at most this many points (best half +
                                  ///< most recent); the posterior always uses every point. 0 = no cap
   int threads = 0;               ///< OpenMP threads over candidates (<= 0: all)
