@@ -27,7 +27,8 @@ struct Fixture {
   g::Cluster cluster;
   std::vector<g::Request> shapes;   // request templates
   std::vector<double> weights;      // their popularity
-  std::vector<g::TypicalPod> typical;
+  std::vector<g::TypicalPod> typical;           // FGD (GPU-weighted, as the replay)
+  std::vector<g::TypicalPod> typical_kubetune;  // kubetune's set
 };
 
 std::string trace_dir() {
@@ -62,6 +63,7 @@ const Fixture& fixture(int nodes) {
     f->cluster.add_node(std::move(s));
   }
   f->typical = g::typical_pods(f->cluster, pods, 0.95, true, true);
+  f->typical_kubetune = g::kubetune_typical_pods(f->cluster, pods, 0.95);
   for (const g::TypicalPod& t : f->typical) {
     g::Request r;
     r.cpu_milli = t.cpu_milli;
@@ -79,7 +81,8 @@ void run(benchmark::State& state, const char* policy, bool indexed = true) {
   const Fixture& f = fixture(nodes);
   g::AllocatorOptions opt;
   opt.indexed = indexed;
-  g::Allocator a(f.cluster, g::make_policy(policy, f.typical), opt);
+  const bool ours = std::string(policy) == "kubetune";
+  g::Allocator a(f.cluster, g::make_policy(policy, ours ? f.typical_kubetune : f.typical), opt);
   std::mt19937_64 rng(1);
   std::discrete_distribution<std::size_t> pick(f.weights.begin(), f.weights.end());
   std::deque<std::uint64_t> live;
