@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <thread>
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/study.hpp"
@@ -221,4 +223,32 @@ TEST(HyperbandPruner, TrialsCompeteOnlyWithinTheirBracket) {
   EXPECT_FALSE(rep(*st, other[0], 1, 0.1));
   EXPECT_FALSE(rep(*st, b0[1], 1, 0.4));  // best of bracket 0 so far, although 0.1 exists elsewhere
   EXPECT_THROW(make_pruner({{"type", "hyperband"}, {"mode", "katib"}}), InvalidArgument);
+}
+
+TEST(ASHA, PromoteModeThreadsNeverDuplicateARung) {
+  ASHA::Config c;
+  c.rungs = {1, 27, 3, 0};
+  c.resource_name = "epochs";
+  c.promote = true;
+  c.max_configs = 120;
+  Study st(sp(), std::make_unique<ASHA>(c), {Direction::Minimize}, 8);
+  std::vector<std::thread> ws;
+  for (int w = 0; w < 6; ++w)
+    ws.emplace_back([&] {
+      for (int i = 0; i < 400; ++i) {
+        auto ts = st.ask(1);
+        if (ts.empty()) break;
+        const auto& t = ts[0];
+        st.tell(t.id, std::fabs(t.x[0] - 0.3) + 1.0 / t.x[1]);
+      }
+    });
+  for (auto& t : ws) t.join();
+  std::set<std::pair<double, double>> seen;
+  int promoted = 0;
+  for (const auto& t : st.trials()) {
+    EXPECT_TRUE(seen.insert({t.system_attrs.at("asha_config"), t.system_attrs.at("asha_rung")}).second);
+    EXPECT_DOUBLE_EQ(t.x[1], std::pow(3.0, t.system_attrs.at("asha_rung")));
+    promoted += t.system_attrs.at("asha_rung") > 0;
+  }
+  EXPECT_GT(promoted, 40);  // about 120/3 + 40/3 + 13/3 once every configuration finished
 }
