@@ -27,7 +27,7 @@ _install_study_helpers(Study)
 
 # Searchers and pruners implemented in C++ (each module binds its own classes).
 for _name in ("RandomSearch", "GridSearch", "Sobol", "TPE", "GP", "Hyperband", "ASHA", "BOHB", "MedianStop",
-              "PercentilePruner"):
+              "PercentilePruner", "ASHAPruner", "HyperbandPruner", "hyperband_brackets"):
     if hasattr(_native, _name):
         globals()[_name] = getattr(_native, _name)
 del _name
