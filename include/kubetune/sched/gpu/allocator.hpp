@@ -21,7 +21,7 @@ struct AllocatorOptions {
   /// scan). Ignored when the policy uses Kubernetes semantics (random ties need a scan).
   bool indexed = true;
   std::uint64_t seed = 0;    // random tie-breaking under Kubernetes semantics
-  int max_shapes = 128;      // index entries kept (least recently used evicted)
+  int max_shapes = 64;       // index entries kept (LRU evicted); each holds 16 bytes x nodes (rounded up to 2^k)
 };
 
 /// How gang members should be laid out.
