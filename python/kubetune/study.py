@@ -75,7 +75,7 @@ def _optimize(
         n_jobs = os.cpu_count() or 1
     catch = tuple(catch)
     lock = threading.Lock()
-    state = {"left": n_trials, "stop": False, "error": None}
+    state = {"left": n_trials, "stop": False, "error": None, "active": 0}
     deadline = None if timeout is None else time.monotonic() + float(timeout)
     bar = None
     if show_progress:
@@ -92,44 +92,64 @@ def _optimize(
             state["left"] -= 1
             return True
 
-    def worker() -> None:
-        while take():
+    def ask_or_wait():
+        # A searcher may have nothing to run *now* (e.g. Hyperband waiting for a rung to fill) while other
+        # workers' trials are still running: wait for them instead of stopping. Stop only when nothing runs.
+        while True:
             try:
                 trial = self.ask()
+                with lock:
+                    state["active"] += 1
+                return trial
             except SearchExhausted:
                 with lock:
-                    state["stop"] = True
-                return
-            handle = RunningTrial(self, trial)
-            try:
-                value = func(handle)
-            except TrialPruned:
-                self.tell(trial.id, state="pruned")
-            except Exception as exc:  # noqa: BLE001  (recorded, then re-raised unless caught)
-                self.tell(trial.id, state="failed")
-                self.set_user_attr(trial.id, "fail_reason", f"{type(exc).__name__}: {exc}")
-                if not isinstance(exc, catch):
-                    with lock:
+                    if state["active"] == 0 or state["stop"]:
                         state["stop"] = True
-                        if state["error"] is None:
-                            state["error"] = exc
-                    return
-            else:
-                if isinstance(value, (list, tuple)):
-                    self.tell(trial.id, [float(v) for v in value])
-                else:
-                    try:
-                        v = float(value)
-                    except (TypeError, ValueError):
-                        self.tell(trial.id, state="failed")
-                        raise TypeError(f"objective must return a number, got {type(value).__name__}") from None
-                    self.tell(trial.id, v if not math.isnan(v) else float("nan"))
-            if bar is not None:
+                        return None
+                time.sleep(0.005)
+
+    def worker() -> None:
+        while take():
+            trial = ask_or_wait()
+            if trial is None:
+                return
+            try:
+                run_one(trial)
+            finally:
                 with lock:
-                    bar.update(1)
-                    best = self.best_value
-                    if best is not None:
-                        bar.set_postfix(best=f"{best:.6g}")
+                    state["active"] -= 1
+
+    def run_one(trial) -> None:
+        handle = RunningTrial(self, trial)
+        try:
+            value = func(handle)
+        except TrialPruned:
+            self.tell(trial.id, state="pruned")
+        except Exception as exc:  # noqa: BLE001  (recorded, then re-raised unless caught)
+            self.tell(trial.id, state="failed")
+            self.set_user_attr(trial.id, "fail_reason", f"{type(exc).__name__}: {exc}")
+            if not isinstance(exc, catch):
+                with lock:
+                    state["stop"] = True
+                    if state["error"] is None:
+                        state["error"] = exc
+                return
+        else:
+            if isinstance(value, (list, tuple)):
+                self.tell(trial.id, [float(v) for v in value])
+            else:
+                try:
+                    v = float(value)
+                except (TypeError, ValueError):
+                    self.tell(trial.id, state="failed")
+                    raise TypeError(f"objective must return a number, got {type(value).__name__}") from None
+                self.tell(trial.id, v if not math.isnan(v) else float("nan"))
+        if bar is not None:
+            with lock:
+                bar.update(1)
+                best = self.best_value
+                if best is not None:
+                    bar.set_postfix(best=f"{best:.6g}")
 
     try:
         if n_jobs == 1:
