@@ -174,6 +174,7 @@ def test_extender_over_http():
         with pytest.raises(urllib.error.HTTPError) as ei:
             _post(srv.url + "/prioritize", {"NodeNames": []})  # no Pod -> 400
         assert ei.value.code == 400
+        ei.value.close()  # HTTPError keeps the response socket open
     alloc.check_invariants()
 
 
