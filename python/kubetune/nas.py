@@ -360,10 +360,11 @@ def load_fashion_mnist(
 def _demo(quick: bool = False) -> None:
     """Demo section for ``python -m kubetune.demo``: a short DARTS search on scikit-learn's digits."""
     X, y = load_digits()
-    epochs = 2 if quick else 5
+    epochs, channels = (2, 4) if quick else (4, 6)
     # one thread: on 8x8 images the ops are too small for OpenMP teams to pay off
     search = DARTS(
-        channels=6, layers=2, nodes=2, stem_multiplier=1, batch_size=64, w_lr=0.1, alpha_lr=3e-3, seed=0, threads=1
+        channels=channels, layers=2, nodes=2, stem_multiplier=1, batch_size=64, w_lr=0.1, alpha_lr=3e-3, seed=0,
+        threads=1,
     )
     res = search.search(X, y, epochs=epochs, device="cpu")
     print(f"{'epoch':>5} {'lr':>7} {'train loss':>10} {'train acc':>9} {'val acc':>7} {'s':>5}")

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "kubetune/core/device.hpp"
 #include "kubetune/core/error.hpp"
 
 namespace kubetune::nas {
@@ -507,6 +508,10 @@ class Cell {
 Supernet::Supernet(const SupernetConfig& config, Device device, std::uint64_t seed)
     : config_(config), device_(device) {
   config_.validate();
+  if (device == Device::CUDA && !kubetune::device::cuda_available())
+    KT_THROW(Unsupported, "nas: device 'cuda' requested but ",
+             kubetune::device::built_with_cuda() ? "no usable CUDA device was found"
+                                                 : "kubetune was built without CUDA");
   for (const auto& o : config_.ops) ops_.push_back(parse_op(o));
   const int L = config_.layers, C = config_.channels;
   int Cstem = config_.stem_multiplier * C;

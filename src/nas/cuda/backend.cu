@@ -471,11 +471,11 @@ FusedArgs fused(const float* const* xs, const float* w, int K) {
 // ================================================================== entry points
 void* raw_alloc(std::size_t bytes) {
   void* p = nullptr;
-  if (cudaMalloc(&p, bytes) != cudaSuccess) {
-    cudaGetLastError();
-    return nullptr;
-  }
-  return p;
+  const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaSuccess) return p;
+  cudaGetLastError();  // clear the error
+  if (e == cudaErrorMemoryAllocation) return nullptr;  // the pool drops its cache and retries
+  KT_THROW(Unsupported, "nas: no usable CUDA device: ", cudaGetErrorString(e));
 }
 void raw_free(void* p) noexcept { cudaFree(p); }
 void memcpy(void* dst, const void* src, std::size_t bytes, Copy kind) {
