@@ -22,7 +22,7 @@ void pw_bwd(const float* x, const float* w, const float* dy, float* dx, float* d
 void relu_fwd(const float* x, float* y, std::int64_t n) { no_cuda(); }
 void relu_bwd(const float* y, const float* dy, float* dx, std::int64_t n) { no_cuda(); }
 void bn_fwd(const float* x, float* y, const float* gamma, const float* beta, float* mean, float* invstd, float* rmean, float* rvar, int N, int C, int HW, bool training, float momentum, float eps) { no_cuda(); }
-void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd, float* dgamma, float* dbeta, int N, int C, int HW) { no_cuda(); }
+void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd, float* dgamma, float* dbeta, int N, int C, int HW, float scale) { no_cuda(); }
 void maxpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) { no_cuda(); }
 void maxpool_bwd(const float* x, const float* dy, float* dx, int N, int C, int H, int W, int stride, int Ho, int Wo) { no_cuda(); }
 void avgpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) { no_cuda(); }

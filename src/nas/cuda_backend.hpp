@@ -28,7 +28,7 @@ void relu_bwd(const float* y, const float* dy, float* dx, std::int64_t n);
 void bn_fwd(const float* x, float* y, const float* gamma, const float* beta, float* mean, float* invstd,
             float* rmean, float* rvar, int N, int C, int HW, bool training, float momentum, float eps);
 void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd,
-            float* dgamma, float* dbeta, int N, int C, int HW);
+            float* dgamma, float* dbeta, int N, int C, int HW, float scale);
 void maxpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo);
 void maxpool_bwd(const float* x, const float* dy, float* dx, int N, int C, int H, int W, int stride, int Ho,
                  int Wo);

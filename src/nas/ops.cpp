@@ -469,7 +469,7 @@ Tensor batch_norm_forward(const Tensor& x, const Tensor* gamma, const Tensor* be
 }
 
 Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamma, const BatchNormCache& cache,
-                           Tensor* dgamma, Tensor* dbeta) {
+                           Tensor* dgamma, Tensor* dbeta, float dy_scale) {
   check4(x, "x");
   same_device(x, dy, "batch_norm_backward");
   KT_CHECK(cache.mean.defined(), StateError, "batch_norm_backward: no training-mode forward cache");
@@ -477,7 +477,7 @@ Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamm
   Tensor dx(x.shape(), x.device());
   if (x.is_cuda()) {
     cuda::bn_bwd(x.data(), dy.data(), dx.data(), ptr_or_null(gamma), cache.mean.data(), cache.invstd.data(),
-                 mptr_or_null(dgamma), mptr_or_null(dbeta), N, C, HW);
+                 mptr_or_null(dgamma), mptr_or_null(dbeta), N, C, HW, dy_scale);
     return dx;
   }
   const float* xp = x.data();
@@ -505,10 +505,10 @@ Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamm
       sdyx += b;
     }
     sdyx *= inv;  // sum dy * xhat
-    if (dg) dg[c] += static_cast<float>(sdyx);
-    if (db) db[c] += static_cast<float>(sdy);
+    if (dg) dg[c] += static_cast<float>(dy_scale * sdyx);
+    if (db) db[c] += static_cast<float>(dy_scale * sdy);
     const float gc = g ? g[c] : 1.0f;
-    const float k1 = gc * inv;
+    const float k1 = gc * inv * dy_scale;
     const float mdy = static_cast<float>(sdy / M), mdyx = static_cast<float>(sdyx / M);
     for (int n = 0; n < N; ++n) {
       const std::int64_t o = (static_cast<std::int64_t>(n) * C + c) * HW;
@@ -823,8 +823,8 @@ Tensor factorized_reduce_forward(const Tensor& x, const Tensor& w1, const Tensor
 
 Tensor factorized_reduce_backward(const Tensor& x, const Tensor& w1, const Tensor& w2, const Tensor* gamma,
                                   const Tensor& dy, const FactorizedReduceCache& c, Tensor* dw1, Tensor* dw2,
-                                  Tensor* dgamma, Tensor* dbeta) {
-  Tensor dcat = batch_norm_backward(c.cat, dy, gamma, c.bn, dgamma, dbeta);
+                                  Tensor* dgamma, Tensor* dbeta, float dy_scale) {
+  Tensor dcat = batch_norm_backward(c.cat, dy, gamma, c.bn, dgamma, dbeta, dy_scale);
   auto parts = split_channels(dcat, {w1.dim(0), w2.dim(0)});
   Tensor ds0 = pointwise_conv_backward(c.sub0, w1, parts[0], dw1);
   Tensor ds1 = pointwise_conv_backward(c.sub1, w2, parts[1], dw2);

@@ -103,7 +103,8 @@ class Layer {
  public:
   virtual ~Layer() = default;
   virtual Tensor forward(const Tensor& x, const PassContext& ctx) = 0;
-  virtual Tensor backward(const Tensor& dy, const PassContext& ctx) = 0;
+  /// Backward of the loss whose output gradient is scale * dy.
+  virtual Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) = 0;
 };
 
 }  // namespace detail
@@ -145,11 +146,11 @@ class BatchNorm {
     return batch_norm_forward(x, gamma_ >= 0 ? &g : nullptr, gamma_ >= 0 ? &bt : nullptr, ctx.training, &cache_, &rm,
                               &rv);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx) {
+  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) {
     Tensor g;
     if (gamma_ >= 0) g = ctx.params->value(gamma_);
     GradRef dg(ctx, gamma_), db(ctx, beta_);
-    Tensor dx = batch_norm_backward(x_, dy, gamma_ >= 0 ? &g : nullptr, cache_, dg.ptr, db.ptr);
+    Tensor dx = batch_norm_backward(x_, dy, gamma_ >= 0 ? &g : nullptr, cache_, dg.ptr, db.ptr, scale);
     x_ = Tensor();
     return dx;
   }
@@ -173,8 +174,8 @@ class DwPwBn {
     mid_ = depthwise_conv2d_forward(x, ctx.params->value(dw_), stride_, pad_, dil_);
     return bn_.forward(pointwise_conv_forward(mid_, ctx.params->value(pw_)), ctx);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx) {
-    Tensor d = bn_.backward(dy, ctx);
+  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) {
+    Tensor d = bn_.backward(dy, ctx, scale);
     GradRef gpw(ctx, pw_), gdw(ctx, dw_);
     d = pointwise_conv_backward(mid_, ctx.params->value(pw_), d, gpw.ptr);
     d = depthwise_conv2d_backward(x_, ctx.params->value(dw_), d, stride_, pad_, dil_, gdw.ptr);
@@ -198,8 +199,8 @@ class SepConv : public Layer {
     r_ = relu_forward(a_.forward(x, ctx));
     return b_.forward(r_, ctx);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx) override {
-    Tensor d = relu_backward(r_, b_.backward(dy, ctx));
+  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override {
+    Tensor d = relu_backward(r_, b_.backward(dy, ctx, scale));
     r_ = Tensor();
     return a_.backward(d, ctx);
   }
@@ -214,7 +215,7 @@ class DilConv : public Layer {
  public:
   DilConv(ParamStore& p, ParamStore& b, int C, int k, int stride, bool affine) : a_(p, b, C, C, k, stride, 2, affine) {}
   Tensor forward(const Tensor& x, const PassContext& ctx) override { return a_.forward(x, ctx); }
-  Tensor backward(const Tensor& dy, const PassContext& ctx) override { return a_.backward(dy, ctx); }
+  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override { return a_.backward(dy, ctx, scale); }
 
  private:
   DwPwBn a_;
@@ -228,8 +229,8 @@ class PoolBn : public Layer {
     x_ = x;
     return bn_.forward(max_ ? max_pool3x3_forward(x, stride_) : avg_pool3x3_forward(x, stride_), ctx);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx) override {
-    Tensor d = bn_.backward(dy, ctx);
+  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override {
+    Tensor d = bn_.backward(dy, ctx, scale);
     d = max_ ? max_pool3x3_backward(x_, d, stride_) : avg_pool3x3_backward(x_.shape(), d, stride_);
     x_ = Tensor();
     return d;
@@ -266,12 +267,12 @@ class FactorizedReduce : public Layer {
     return factorized_reduce_forward(x, ctx.params->value(w1_), ctx.params->value(w2_), g_ >= 0 ? &g : nullptr,
                                      g_ >= 0 ? &bt : nullptr, ctx.training, &cache_, &rm, &rv);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx) override {
+  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override {
     Tensor g;
     if (g_ >= 0) g = ctx.params->value(g_);
     GradRef d1(ctx, w1_), d2(ctx, w2_), dg(ctx, g_), db(ctx, b_);
     Tensor dx = factorized_reduce_backward(x_, ctx.params->value(w1_), ctx.params->value(w2_), g_ >= 0 ? &g : nullptr,
-                                           dy, cache_, d1.ptr, d2.ptr, dg.ptr, db.ptr);
+                                           dy, cache_, d1.ptr, d2.ptr, dg.ptr, db.ptr, scale);
     x_ = Tensor();
     cache_ = FactorizedReduceCache();
     return dx;
@@ -293,9 +294,9 @@ class ReluConvBn : public Layer {
     r_ = relu_forward(x);
     return bn_.forward(pointwise_conv_forward(r_, ctx.params->value(w_)), ctx);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx) override {
+  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override {
     GradRef gw(ctx, w_);
-    Tensor d = pointwise_conv_backward(r_, ctx.params->value(w_), bn_.backward(dy, ctx), gw.ptr);
+    Tensor d = pointwise_conv_backward(r_, ctx.params->value(w_), bn_.backward(dy, ctx, scale), gw.ptr);
     d = relu_backward(r_, d);
     r_ = Tensor();
     return d;
@@ -317,9 +318,9 @@ class Stem : public Layer {
     x_ = x;
     return bn_.forward(conv2d_forward(x, ctx.params->value(w_), 1, 1), ctx);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx) override {
+  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override {
     GradRef gw(ctx, w_);
-    Tensor d = bn_.backward(dy, ctx);
+    Tensor d = bn_.backward(dy, ctx, scale);
     if (gw.ptr) conv2d_backward(x_, ctx.params->value(w_), d, 1, 1, gw.ptr);  // dx of the input is not needed
     x_ = Tensor();
     return Tensor();
@@ -425,9 +426,7 @@ Tensor MixedOp::backward(const Tensor& dy, float* dalpha, const PassContext& ctx
       axpy(dx, dy, w_[k]);
       continue;
     }
-    Tensor dk = dy.clone();
-    scale_inplace(dk, w_[k]);
-    Tensor di = layers_[k]->backward(dk, ctx);
+    Tensor di = layers_[k]->backward(dy, ctx, w_[k]);  // every op ends in batch norm, which fuses the scale
     accumulate(takes_relu(ops_[k]) ? drelu : dx, di);
   }
   if (drelu.defined()) accumulate(dx, relu_backward(relu_, drelu));

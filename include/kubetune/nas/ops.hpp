@@ -47,9 +47,10 @@ struct BatchNormCache {
 Tensor batch_norm_forward(const Tensor& x, const Tensor* gamma, const Tensor* beta, bool training,
                           BatchNormCache* cache, Tensor* running_mean, Tensor* running_var,
                           float momentum = 0.1f, float eps = 1e-5f);
-/// Training-mode backward.
+/// Training-mode backward of the loss whose output gradient is dy_scale * dy (the scale is fused into the
+/// pass; the mixed op uses it for its softmax weights).
 Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamma, const BatchNormCache& cache,
-                           Tensor* dgamma, Tensor* dbeta);
+                           Tensor* dgamma, Tensor* dbeta, float dy_scale = 1.0f);
 
 // ----------------------------------------------------------------- pooling / reshaping
 /// 3x3 max pool, padding 1.
@@ -84,7 +85,7 @@ Tensor factorized_reduce_forward(const Tensor& x, const Tensor& w1, const Tensor
                                  Tensor* running_mean, Tensor* running_var);
 Tensor factorized_reduce_backward(const Tensor& x, const Tensor& w1, const Tensor& w2, const Tensor* gamma,
                                   const Tensor& dy, const FactorizedReduceCache& cache, Tensor* dw1,
-                                  Tensor* dw2, Tensor* dgamma, Tensor* dbeta);
+                                  Tensor* dw2, Tensor* dgamma, Tensor* dbeta, float dy_scale = 1.0f);
 
 // ----------------------------------------------------------------- loss
 struct CrossEntropyResult {

@@ -284,7 +284,7 @@ __global__ void k_bn_fwd(const float* x, float* y, const float* gamma, const flo
   }
 }
 __global__ void k_bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean,
-                         const float* invstd, float* dgamma, float* dbeta, int N, int C, int HW) {
+                         const float* invstd, float* dgamma, float* dbeta, int N, int C, int HW, float scale) {
   __shared__ float sh[32];
   const int c = blockIdx.x;
   const std::int64_t M = (std::int64_t)N * HW;
@@ -298,10 +298,10 @@ __global__ void k_bn_bwd(const float* x, const float* dy, float* dx, const float
   const float sdy = block_sum(a, sh);
   const float sdyx = block_sum(b, sh) * inv;
   if (threadIdx.x == 0) {
-    if (dgamma) dgamma[c] += sdyx;
-    if (dbeta) dbeta[c] += sdy;
+    if (dgamma) dgamma[c] += scale * sdyx;
+    if (dbeta) dbeta[c] += scale * sdy;
   }
-  const float k1 = (gamma ? gamma[c] : 1.f) * inv, mdy = sdy / (float)M, mdyx = sdyx / (float)M;
+  const float k1 = (gamma ? gamma[c] : 1.f) * inv * scale, mdy = sdy / (float)M, mdyx = sdyx / (float)M;
   for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
     std::int64_t o = ((std::int64_t)(j / HW) * C + c) * HW + j % HW;
     dx[o] = k1 * (dy[o] - mdy - (x[o] - mu) * inv * mdyx);
@@ -559,8 +559,8 @@ void bn_fwd(const float* x, float* y, const float* gamma, const float* beta, flo
   check_launch();
 }
 void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd,
-            float* dgamma, float* dbeta, int N, int C, int HW) {
-  k_bn_bwd<<<C, kThreads>>>(x, dy, dx, gamma, mean, invstd, dgamma, dbeta, N, C, HW);
+            float* dgamma, float* dbeta, int N, int C, int HW, float scale) {
+  k_bn_bwd<<<C, kThreads>>>(x, dy, dx, gamma, mean, invstd, dgamma, dbeta, N, C, HW, scale);
   check_launch();
 }
 void maxpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) {

@@ -133,6 +133,21 @@ TEST(NasOps, BatchNormTrainingGradients) {
   }
 }
 
+TEST(NasOps, BatchNormBackwardFusesOutputScale) {
+  std::mt19937_64 rng(15);
+  Tensor x = randn({3, 2, 3, 3}, rng), g = randn({2}, rng), b = randn({2}, rng), r = randn({3, 2, 3, 3}, rng);
+  BatchNormCache cache;
+  batch_norm_forward(x, &g, &b, true, &cache, nullptr, nullptr);
+  Tensor dg1 = Tensor::zeros({2}), db1 = Tensor::zeros({2}), dg2 = Tensor::zeros({2}), db2 = Tensor::zeros({2});
+  Tensor dx1 = batch_norm_backward(x, r, &g, cache, &dg1, &db1);
+  Tensor dx2 = batch_norm_backward(x, r, &g, cache, &dg2, &db2, 0.25f);
+  for (std::int64_t i = 0; i < dx1.numel(); ++i) EXPECT_NEAR(dx2.data()[i], 0.25f * dx1.data()[i], 1e-6);
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_NEAR(dg2.data()[c], 0.25f * dg1.data()[c], 1e-6);
+    EXPECT_NEAR(db2.data()[c], 0.25f * db1.data()[c], 1e-6);
+  }
+}
+
 TEST(NasOps, BatchNormRunningStatsAndEval) {
   Tensor x({2, 1, 1, 2});
   float v[] = {1, 2, 3, 6};
