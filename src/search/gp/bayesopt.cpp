@@ -507,13 +507,13 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
     if (ok) {
       gp.set_params(theta);
       fo.use_warm_start = true;
-      // Warm start alone; every 5th fit (by history size, so still a function of the history) also tries
+      // Warm start alone; every 10th fit (by history size, so still a function of the history) also tries
       // the default start, so a poor local optimum is not kept forever. Random restarts only when cold.
       fo.n_restarts = 0;
       const std::size_t interval =
           cfg_.refit_scale > 0 ? std::max<std::size_t>(1, done.size() / static_cast<std::size_t>(cfg_.refit_scale)) : 1;
       refit = done.size() % interval == 0;
-      fo.use_default_start = done.size() % (5 * interval) == 0;
+      fo.use_default_start = done.size() % (10 * interval) == 0;
     }
   }
   const std::size_t cap = static_cast<std::size_t>(cfg_.max_fit_points);

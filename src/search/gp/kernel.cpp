@@ -72,21 +72,32 @@ double Kernel::operator()(const double* x, const double* y) const noexcept {
   return s2_ * f_of_r2(r2);
 }
 
+// Scaled squared distances r^2_ij between the columns of A and B, by |a|^2 + |b|^2 - 2 a.b (one GEMM, so the
+// kernel's exp/sqrt run vectorised over whole matrices); clamped at 0 against rounding.
+Eigen::MatrixXd Kernel::sq_dist(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) const {
+  const Eigen::VectorXd inv_ls = ls_.cwiseInverse();
+  const Eigen::MatrixXd As = inv_ls.asDiagonal() * A, Bs = inv_ls.asDiagonal() * B;
+  Eigen::MatrixXd R2 = -2.0 * (As.transpose() * Bs);
+  R2.colwise() += As.colwise().squaredNorm().transpose();
+  R2.rowwise() += Bs.colwise().squaredNorm();
+  return R2.cwiseMax(0.0);
+}
+
+Eigen::MatrixXd Kernel::f_matrix(const Eigen::MatrixXd& R2) const {
+  if (type_ == KernelType::RBF) return (s2_ * (-0.5 * R2.array()).exp()).matrix();
+  const Eigen::ArrayXXd R = R2.array().sqrt();
+  return (s2_ * (1.0 + kSqrt5 * R + (5.0 / 3.0) * R2.array()) * (-kSqrt5 * R).exp()).matrix();
+}
+
 Eigen::MatrixXd Kernel::gram(const Eigen::MatrixXd& X) const {
-  const Eigen::Index n = X.cols();
-  Eigen::MatrixXd K(n, n);
-  for (Eigen::Index j = 0; j < n; ++j) {
-    K(j, j) = s2_;
-    for (Eigen::Index i = j + 1; i < n; ++i) K(i, j) = K(j, i) = (*this)(X.col(i).data(), X.col(j).data());
-  }
-  return K;
+  Eigen::MatrixXd R2 = sq_dist(X, X);
+  R2 = (0.5 * (R2 + R2.transpose())).eval();  // exactly symmetric
+  R2.diagonal().setZero();
+  return f_matrix(R2);
 }
 
 Eigen::MatrixXd Kernel::cross(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) const {
-  Eigen::MatrixXd K(A.cols(), B.cols());
-  for (Eigen::Index j = 0; j < B.cols(); ++j)
-    for (Eigen::Index i = 0; i < A.cols(); ++i) K(i, j) = (*this)(A.col(i).data(), B.col(j).data());
-  return K;
+  return f_matrix(sq_dist(A, B));
 }
 
 std::vector<Eigen::MatrixXd> Kernel::gram_gradients(const Eigen::MatrixXd& X) const {
@@ -110,25 +121,31 @@ std::vector<Eigen::MatrixXd> Kernel::gram_gradients(const Eigen::MatrixXd& X) co
   return G;
 }
 
+// sum_ij W_ij dK_ij/d log l_d = sum_ij V_ij q_d,ij with V = W o (-2 s2 df/dr^2) and q_d,ij = (a_i - a_j)^2 for
+// a = x_d / l_d; for symmetric V that is 2 sum_i a_i^2 (V 1)_i - 2 a^T V a: matrix-vector work only.
 Eigen::VectorXd Kernel::contract_gradients(const Eigen::MatrixXd& X, const Eigen::MatrixXd& W) const {
-  const Eigen::Index n = X.cols(), D = ls_.size();
-  Eigen::VectorXd out = Eigen::VectorXd::Zero(D + 1);
-  Eigen::VectorXd q(D);
-  for (Eigen::Index j = 0; j < n; ++j) {
-    out[D] += W(j, j) * s2_;
-    for (Eigen::Index i = j + 1; i < n; ++i) {
-      double r2 = 0.0;
-      for (Eigen::Index d = 0; d < D; ++d) {
-        double t = X(d, i) - X(d, j);
-        q[d] = t * t * inv_ls2_[d];
-        r2 += q[d];
-      }
-      double w = 2.0 * W(i, j);  // symmetric: both (i, j) and (j, i)
-      double g = -2.0 * s2_ * df_dr2(r2) * w;
-      out.head(D) += g * q;
-      out[D] += w * s2_ * f_of_r2(r2);
-    }
+  const Eigen::Index D = ls_.size();
+  Eigen::MatrixXd R2 = sq_dist(X, X);
+  R2 = (0.5 * (R2 + R2.transpose())).eval();
+  R2.diagonal().setZero();
+  Eigen::VectorXd out(D + 1);
+  Eigen::ArrayXXd G, K;  // -2 s2 df/dr^2 and the kernel itself, sharing one exp pass
+  if (type_ == KernelType::RBF) {
+    K = s2_ * (-0.5 * R2.array()).exp();
+    G = K;
+  } else {
+    const Eigen::ArrayXXd R = R2.array().sqrt();
+    const Eigen::ArrayXXd E = s2_ * (-kSqrt5 * R).exp();
+    G = (5.0 / 3.0) * (1.0 + kSqrt5 * R) * E;
+    K = (1.0 + kSqrt5 * R + (5.0 / 3.0) * R2.array()) * E;
   }
+  const Eigen::MatrixXd V = (W.array() * G).matrix();
+  const Eigen::VectorXd row = V.rowwise().sum();
+  for (Eigen::Index d = 0; d < D; ++d) {
+    const Eigen::VectorXd a = X.row(d).transpose() / ls_[d];
+    out[d] = 2.0 * a.cwiseAbs2().dot(row) - 2.0 * a.dot(V * a);
+  }
+  out[D] = (W.array() * K).sum();
   return out;
 }
 

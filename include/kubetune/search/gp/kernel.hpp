@@ -52,6 +52,8 @@ class Kernel {
   // f(r^2) and df/d(r^2) of the unit-variance kernel.
   double f_of_r2(double r2) const noexcept;
   double df_dr2(double r2) const noexcept;
+  Eigen::MatrixXd sq_dist(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) const;
+  Eigen::MatrixXd f_matrix(const Eigen::MatrixXd& R2) const;  // s2 f(r^2), elementwise
 
   KernelType type_ = KernelType::Matern52;
   Eigen::VectorXd ls_;
