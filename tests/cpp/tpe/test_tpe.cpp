@@ -473,3 +473,41 @@ TEST(TPE, RandomStateChangesTheStreamButStaysReproducible) {
   EXPECT_EQ(a, run({{"type", "tpe"}, {"random_state", "3"}}));
   EXPECT_NE(a, run({{"type", "tpe"}, {"random_state", 4}}));
 }
+
+TEST(TPE, ThreadCountDoesNotChangeResults) {
+  // Large enough history that joint scoring takes the OpenMP path (candidates x kernels x dims >= 2^17).
+  SearchSpace sp;
+  sp.add_double("a", -1, 1).add_int("b", 0, 50).add_categorical("c", {"u", "v", "w"}).add_double("d", 1e-3, 1, true);
+  std::vector<Trial> hist;
+  Rng gen(3);
+  for (int i = 0; i < 2000; ++i) {
+    Trial t;
+    t.id = i;
+    t.x = sp.sample(gen);
+    t.state = i % 50 == 7 ? TrialState::Running : TrialState::Complete;
+    if (t.state == TrialState::Complete) t.values = {t.x[0] * t.x[0] + std::abs(t.x[1] - 20) / 50 + t.x[2]};
+    hist.push_back(t);
+  }
+  std::vector<Direction> dir = {Direction::Minimize};
+  for (bool mv : {true, false}) {
+    TPEConfig c1, c2;
+    c1.multivariate = c2.multivariate = mv;
+    c1.n_threads = 1;
+    c2.n_threads = 2;
+    TPE s1(c1), s2(c2);
+    Rng r1(9, 4), r2(9, 4);
+    auto a = s1.ask(SearchContext{sp, hist, dir, r1}, 3);
+    auto b = s2.ask(SearchContext{sp, hist, dir, r2}, 3);
+    ASSERT_EQ(a.size(), 3u);
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(a[k].x, b[k].x) << "multivariate=" << mv;
+  }
+}
+
+TEST(TPE, HyperoptPresetRuns) {
+  SearchSpace sp;
+  sp.add_double("x1", -5, 10).add_double("x2", 0, 15);
+  std::vector<double> h;
+  for (std::uint64_t seed = 0; seed < 5; ++seed)
+    h.push_back(best_after(sp, std::make_unique<TPE>(TPEConfig::hyperopt()), branin, 100, seed) - kBraninMin);
+  EXPECT_LT(median(h), 0.5);
+}
