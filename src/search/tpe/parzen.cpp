@@ -1,4 +1,4 @@
-// Parzen estimator bodies: bandwidth rules (Optuna 4.x / hyperopt), truncated-normal maths, batched scoring.
+// Parzen estimator bodies: bandwidth rules (neighbour distances, Scott), truncated-normal maths, batched scoring.
 #include "kubetune/search/parzen.hpp"
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 namespace kubetune::search {
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaNd = std::numeric_limits<double>::quiet_NaN();
 constexpr double kSqrt1_2 = 0.70710678118654752440;
 constexpr double kLogSqrt2Pi = 0.91893853320467274178;
 constexpr double kSqrt2Pi = 2.50662827463100050242;
@@ -659,9 +660,22 @@ double ParzenEstimator::log_pdf_1d(double x) const {
   const std::size_t w = hi - lo;
   if (terms_.size() < w) terms_.resize(w);
   double* t = terms_.data();
-  if (any_unknown_)
-    for (std::size_t k = lo; k < hi; ++k)
-      if (!known_[k]) resolve_log_z(k);
+  if (any_unknown_) {
+    for (std::size_t k = lo; k < hi; ++k) {
+      if (known_[k]) continue;
+      if (k > lo && known_[k - 1] && mu[k] == mu[k - 1] && sigma_[k] == sigma_[k - 1]) {
+        // Same centre and width as its sorted neighbour (repeated values of discrete parameters): the same
+        // truncation mass, computed from the same inputs.
+        lz_[k] = lz_[k - 1];
+        ub_[k] = -lz_[k];
+        known_[k] = 1;
+        kernel_known_[k] = 1;
+        lzsum_[k] = lz_[k];
+      } else {
+        resolve_log_z(k);
+      }
+    }
+  }
   double M = t_prior;
   if (!disc) {
     const double* lw = lw_.data() + lo;
@@ -674,7 +688,18 @@ double ParzenEstimator::log_pdf_1d(double x) const {
       t[j] = lw[j] + cst[j] - 0.5 * z * z - lz[j];
     }
   } else {
-    for (std::size_t j = 0; j < w; ++j) t[j] = term(lo + j);
+    // Bin masses depend on (centre, width) only: reuse the last one along runs of equal kernels.
+    double last_mu = kNaNd, last_sg = kNaNd, last_mass = 0.0;
+    for (std::size_t j = 0; j < w; ++j) {
+      const std::size_t k = lo + j;
+      if (!(mu[k] == last_mu && sigma_[k] == last_sg)) {
+        const double inv = inv_sigma_[k];
+        last_mass = log_normal_cdf_diff((x - 0.5 * s - mu[k]) * inv, (x + 0.5 * s - mu[k]) * inv) - lz_[k];
+        last_mu = mu[k];
+        last_sg = sigma_[k];
+      }
+      t[j] = lw_[k] + last_mass;
+    }
   }
   for (std::size_t j = 0; j < w; ++j) M = std::max(M, t[j]);
   // Terms below M - kCut are < 4e-18 of the largest; clamping them there instead of dropping them keeps the
