@@ -14,17 +14,24 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 import numpy as np
 
-from ._kubetune import nas as _native
+from . import _kubetune
 
-DartsEngine = _native.DartsEngine
-Genotype = _native.Genotype
-darts_ops = _native.darts_ops
-derive_genotype = _native.derive_genotype
-canonical_op = _native.canonical_op
-katib_op_name = _native.katib_op_name
-pool_stats = _native.pool_stats
-set_num_threads = _native.set_num_threads
-num_threads = _native.num_threads
+_native = getattr(_kubetune, "nas", None)  # None when the extension was built without the nas module
+
+
+def _missing(*_a: Any, **_k: Any) -> Any:
+    raise ImportError("kubetune was built without the nas module")
+
+
+DartsEngine = getattr(_native, "DartsEngine", _missing)
+Genotype = getattr(_native, "Genotype", None)
+darts_ops = getattr(_native, "darts_ops", _missing)
+derive_genotype = getattr(_native, "derive_genotype", _missing)
+canonical_op = getattr(_native, "canonical_op", _missing)
+katib_op_name = getattr(_native, "katib_op_name", _missing)
+pool_stats = getattr(_native, "pool_stats", _missing)
+set_num_threads = getattr(_native, "set_num_threads", _missing)
+num_threads = getattr(_native, "num_threads", _missing)
 
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 
