@@ -83,6 +83,7 @@ class ParzenEstimator {
  private:
   bool approx_one(const double* x, double* acc, double* slo, double* shi) const;
   double exact_term(const double* x, std::size_t k, double approx) const;
+  void fit_sorted1d(const double* obs, std::size_t n, const ParzenOptions& opt, const std::size_t* order);
   void update_lzsum(std::size_t k) const;
   void resolve_log_z(std::size_t k) const;
   double log_pdf_1d(double x) const;

@@ -424,6 +424,10 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
   sorted1d_ = D == 1 && opt.bandwidth == ParzenOptions::Bandwidth::Neighbour &&
               dims[0].kind != ParzenDim::Kind::Categorical;
   if (sorted1d_ && n > 1) {
+    fit_sorted1d(obs, n, opt, order);
+    return;
+  }
+  if (sorted1d_ && n > 1) {  // (reference path, kept for clarity; fit_sorted1d computes the same values)
     for (std::size_t i = 0; i < n; ++i)
       KT_CHECK(std::isfinite(obs[i]), InvalidArgument, "parzen: observation ", i, " of dimension 0 = ", obs[i],
                " is not finite");
@@ -598,6 +602,161 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     kernel_known_[k] = all;
     if (all) update_lzsum(k);
   }
+}
+
+// fit() for one-dimensional neighbour-width estimators with n >= 2 observations: the same values as the
+// general path (same formulas, same operation order), in a few fused passes over sorted centres.
+void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const ParzenOptions& opt,
+                                   const std::size_t* order) {
+  const ParzenDim& pd = dims_[0];
+  const bool disc = pd.kind == ParzenDim::Kind::Discrete;
+  const double s = disc ? pd.step : 0.0;
+  const double width = pd.high - pd.low + s;
+  const double lo_e = pd.low - 0.5 * s, hi_e = pd.high + 0.5 * s;
+  const double pmu = std::isnan(pd.prior_mu) ? 0.5 * (pd.low + pd.high) : pd.prior_mu;
+  const double psig = pd.prior_sigma > 0.0 ? pd.prior_sigma : width;
+  mu_.resize(k_);
+  sigma_.resize(k_);
+  inv_sigma_.resize(k_);
+  cst_.resize(k_);
+  half_.resize(k_);
+  lz_.resize(k_);
+  ub_.resize(k_);
+  known_.resize(k_);
+  sorted_w_.resize(2 * k_);
+  double* mu = mu_.data();
+  double* sw = sorted_w_.data();
+  double* slw = sorted_w_.data() + k_;
+  // Sorted centres (clamped to the padded support), weights and log weights, checking the input.
+  if (!order) {
+    for (std::size_t i = 0; i < n; ++i)
+      KT_CHECK(std::isfinite(obs[i]), InvalidArgument, "parzen: observation ", i, " of dimension 0 = ", obs[i],
+               " is not finite");
+    argsort(obs, n);
+    order = order_.data();
+  } else {
+    // Caller's argsort (e.g. maintained incrementally by TPE): check it is a sorted permutation.
+    seen_.assign(n, 0);
+  }
+  const bool check = order != order_.data();
+  double prev = -kInf;
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::size_t o = order[j];
+    if (check) {
+      KT_CHECK(o < n && !seen_[o], InvalidArgument, "parzen: order is not a permutation");
+      seen_[o] = 1;
+    }
+    const double v = obs[o];
+    if (check) {
+      KT_CHECK(std::isfinite(v), InvalidArgument, "parzen: observation ", o, " of dimension 0 = ", v,
+               " is not finite");
+      KT_CHECK(prev <= v, InvalidArgument, "parzen: order does not sort the observations");
+      prev = v;
+    }
+    mu[j] = std::clamp(v, lo_e, hi_e);
+    sw[j] = w_[o];
+    slw[j] = lw_[o];
+  }
+  sw[n] = w_[n];
+  slw[n] = lw_[n];
+  std::copy(sw, sw + k_, w_.begin());
+  std::copy(slw, slw + k_, lw_.begin());
+  double run = 0.0;
+  for (std::size_t k = 0; k < k_; ++k) {
+    run += w_[k];
+    cum_w_[k] = run;
+  }
+  cum_w_[k_ - 1] = 1.0;
+  any_unknown_ = false;
+  cat_hit_.assign(1, 0.0);
+  cat_miss_.assign(1, 0.0);
+  cat_prior_.assign(1, 0.0);
+  has_discrete_ = disc;
+
+  double* sg = sigma_.data();
+  double* inv = inv_sigma_.data();
+  double* cst = cst_.data();
+  double* half = half_.data();
+  double* lzs = lz_.data();
+  double* ub = ub_.data();
+  char* kn = known_.data();
+  const double maxsig = width;
+  const double minsig = opt.magic_clip ? width / std::min(100.0, 1.0 + static_cast<double>(k_)) : kMinSigma;
+  const double log_minsig = std::log(minsig);
+  const double log_s = disc ? std::log(s) : 0.0;
+  // Widths: the farther sorted neighbour, the bounds as outer neighbours (outermost kernels: their inner gap
+  // unless consider_endpoints), clipped.
+  {
+    double left = mu[0] - lo_e, right = mu[1] - mu[0];
+    sg[0] = std::clamp(opt.consider_endpoints ? std::max(left, right) : right, minsig, maxsig);
+    for (std::size_t j = 1; j + 1 < n; ++j)
+      sg[j] = std::clamp(std::max(mu[j] - mu[j - 1], mu[j + 1] - mu[j]), minsig, maxsig);
+    left = mu[n - 1] - mu[n - 2];
+    right = hi_e - mu[n - 1];
+    sg[n - 1] = std::clamp(opt.consider_endpoints ? std::max(left, right) : left, minsig, maxsig);
+  }
+  double sig_max = 0.0;
+  {
+    double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;  // max is exact: any grouping gives the same value
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      m0 = std::max(m0, sg[i]);
+      m1 = std::max(m1, sg[i + 1]);
+      m2 = std::max(m2, sg[i + 2]);
+      m3 = std::max(m3, sg[i + 3]);
+    }
+    for (; i < n; ++i) m0 = std::max(m0, sg[i]);
+    sig_max = std::max(std::max(m0, m1), std::max(m2, m3));
+  }
+  mu[n] = pmu;
+  sg[n] = psig;
+  const double ub_obs = -std::log(normal_cdf((hi_e - lo_e) / sig_max) - 0.5);
+  double tmax = -kInf;
+  for (std::size_t k = 0; k < n; ++k) {
+    const double sk = sg[k];
+    const double ik = 1.0 / sk;
+    inv[k] = ik;
+    half[k] = disc ? 0.5 * s / sk : 0.0;
+    const double c = (sk == minsig ? -log_minsig : -std::log(sk)) - kLogSqrt2Pi + log_s;
+    cst[k] = c;
+    const double za = (lo_e - mu[k]) * ik, zb = (hi_e - mu[k]) * ik;
+    double u;
+    if (za < -8.5 && zb > 8.5) {
+      lzs[k] = 0.0;
+      u = 0.0;
+      kn[k] = 1;
+    } else if (!(ub_obs < 50.0)) {
+      lzs[k] = log_normal_cdf_diff(za, zb);
+      u = -lzs[k];
+      kn[k] = 1;
+    } else {
+      lzs[k] = 0.0;
+      u = ub_obs;
+      kn[k] = 0;
+      any_unknown_ = true;
+    }
+    ub[k] = u;
+    tmax = std::max(tmax, slw[k] + c + u);
+  }
+  {  // prior kernel: exact now (its centre may lie outside the support)
+    inv[n] = 1.0 / sg[n];
+    half[n] = disc ? 0.5 * s / sg[n] : 0.0;
+    cst[n] = (sg[n] == minsig ? -log_minsig : -std::log(sg[n])) - kLogSqrt2Pi + log_s;
+    const double za = (lo_e - mu[n]) * inv[n], zb = (hi_e - mu[n]) * inv[n];
+    if (za < -8.5 && zb > 8.5) {
+      lzs[n] = 0.0;
+      ub[n] = 0.0;
+    } else {
+      lzs[n] = log_normal_cdf_diff(za, zb);
+      ub[n] = -lzs[n];
+    }
+    kn[n] = 1;
+  }
+  tmax_ = tmax;
+  sig_max_ = sig_max;
+  // kernel_known_ / lzsum_ serve the multi-dimensional path only; sized for resolve_log_z's writes.
+  kernel_known_.resize(k_);
+  lzsum_.resize(k_);
 }
 
 void ParzenEstimator::update_lzsum(std::size_t k) const {
@@ -778,8 +937,12 @@ double ParzenEstimator::log_pdf_1d(double x) const {
   if (terms_.size() < w) terms_.resize(w);
   double* t = terms_.data();
   if (any_unknown_) {
-    for (std::size_t k = lo; k < hi; ++k) {
-      if (known_[k]) continue;
+    // Unknown truncation masses in the window, found with memchr (most kernels are known).
+    const char* kn = known_.data();
+    for (const void* hit = std::memchr(kn + lo, 0, w); hit != nullptr;
+         hit = std::memchr(kn + (static_cast<const char*>(hit) - kn) + 1, 0,
+                           hi - static_cast<std::size_t>(static_cast<const char*>(hit) - kn) - 1)) {
+      const std::size_t k = static_cast<std::size_t>(static_cast<const char*>(hit) - kn);
       if (k > lo && known_[k - 1] && mu[k] == mu[k - 1] && sigma_[k] == sigma_[k - 1]) {
         // Same centre and width as its sorted neighbour (repeated values of discrete parameters): the same
         // truncation mass, computed from the same inputs.

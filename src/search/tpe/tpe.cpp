@@ -242,7 +242,8 @@ struct TPEWorkspace {
   std::vector<ParzenEstimator> est_below, est_above;
   std::vector<char> below_ok;
   std::vector<std::size_t> above_version;
-  std::vector<double> obs, wts, cand, lb, la;
+  std::vector<double> obs, wts, wts_above, cand, lb, la;
+  std::vector<double> xt;  // univariate: parameter-major copy of the trials' values (D x N)
   std::unordered_set<std::uint64_t> seen;
   // An always-active continuous parameter makes exact repeats practically impossible: no dedupe set then.
   bool dedupe = true;
@@ -262,7 +263,7 @@ struct TPEWorkspace {
   std::vector<std::size_t> rowpos, order;
 
   void prepare(const SearchSpace& s, const TPEConfig& cfg);
-  void update_sort_cache(const std::vector<Trial>& trials);
+  void update_sort_cache(const std::vector<Trial>& trials, const double* xt);
 };
 
 void TPEWorkspace::prepare(const SearchSpace& s, const TPEConfig& cfg) {
@@ -369,23 +370,23 @@ inline double model_value(const ParamModel& m, double v) {
 inline bool cacheable(const ParamModel& m) { return m.dim.kind != ParzenDim::Kind::Categorical; }
 }  // namespace
 
-void TPEWorkspace::update_sort_cache(const std::vector<Trial>& trials) {
+void TPEWorkspace::update_sort_cache(const std::vector<Trial>& trials, const double* xt) {
   const std::size_t D = pm.size();
   const std::size_t N = trials.size();
   bool valid = sorted_count <= N;
   // Verify: every cached entry still matches its trial, and no other trial of the prefix is active.
+  // xt: parameter-major values (NaN where inactive or the trial is malformed).
   for (std::size_t p = 0; valid && p < D; ++p) {
     if (!cacheable(pm[p])) continue;
+    const double* col = xt + p * N;
     std::size_t active = 0;
-    for (std::size_t i = 0; i < sorted_count; ++i)
-      if (trials[i].x.size() == D && !std::isnan(trials[i].x[p])) ++active;
+    for (std::size_t i = 0; i < sorted_count; ++i) active += col[i] == col[i];
     if (active != sorted[p].size()) {
       valid = false;
       break;
     }
     for (const auto& e : sorted[p]) {
-      const Trial& t = trials[e.idx];
-      if (t.x.size() != D || !(t.x[p] == e.raw)) {
+      if (!(col[e.idx] == e.raw)) {
         valid = false;
         break;
       }
@@ -427,7 +428,7 @@ std::size_t split_history(const SearchContext& ctx, const TPEConfig& cfg,
                           std::vector<std::pair<double, std::size_t>>& complete,
                           std::vector<std::tuple<double, double, std::size_t>>& pruned,
                           std::vector<std::size_t>& below, std::vector<std::size_t>& above,
-                          std::unordered_set<std::uint64_t>* seen) {
+                          std::unordered_set<std::uint64_t>* seen, std::vector<char>& mark) {
   complete.clear();
   pruned.clear();
   below.clear();
@@ -464,14 +465,24 @@ std::size_t split_history(const SearchContext& ctx, const TPEConfig& cfg,
   }
   const std::size_t n_fin = complete.size() + pruned.size();
   const std::size_t nb = cfg.n_below(n_fin);
-  std::sort(complete.begin(), complete.end());
+  // Only the best nb matter (as a set: both lists end in id order), so a selection replaces the full sort;
+  // keys are unique (ties broken by trial index), so the set is the one a full sort would give.
   const std::size_t nbc = std::min(nb, complete.size());
-  for (std::size_t k = 0; k < complete.size(); ++k) (k < nbc ? below : above).push_back(complete[k].second);
+  if (nbc < complete.size())
+    std::nth_element(complete.begin(), complete.begin() + static_cast<std::ptrdiff_t>(nbc), complete.end());
   const std::size_t nbp = std::min(nb - nbc, pruned.size());
-  std::sort(pruned.begin(), pruned.end());
-  for (std::size_t k = 0; k < pruned.size(); ++k) (k < nbp ? below : above).push_back(std::get<2>(pruned[k]));
-  std::sort(below.begin(), below.end());
-  std::sort(above.begin(), above.end());
+  if (nbp < pruned.size())
+    std::nth_element(pruned.begin(), pruned.begin() + static_cast<std::ptrdiff_t>(nbp), pruned.end());
+  // Id order by marking (O(n) instead of sorting both lists).
+  mark.assign(trials.size(), 0);
+  for (std::size_t i : above) mark[i] = 2;
+  for (std::size_t k = 0; k < complete.size(); ++k) mark[complete[k].second] = k < nbc ? 1 : 2;
+  for (std::size_t k = 0; k < pruned.size(); ++k) mark[std::get<2>(pruned[k])] = k < nbp ? 1 : 2;
+  above.clear();
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    if (mark[i] == 1) below.push_back(i);
+    else if (mark[i] == 2) above.push_back(i);
+  }
   return n_fin;
 }
 }  // namespace
@@ -480,7 +491,8 @@ std::size_t tpe_split(const SearchContext& ctx, const TPEConfig& cfg, std::vecto
                       std::vector<std::size_t>& above) {
   std::vector<std::pair<double, std::size_t>> complete;
   std::vector<std::tuple<double, double, std::size_t>> pruned;
-  return split_history(ctx, cfg, complete, pruned, below, above, nullptr);
+  std::vector<char> mark;
+  return split_history(ctx, cfg, complete, pruned, below, above, nullptr, mark);
 }
 
 // ------------------------------------------------------------------ searcher
@@ -507,7 +519,8 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   const auto& trials = ctx.trials;
   ws.seen.clear();
   const std::size_t n_fin =
-      split_history(ctx, cfg_, ws.complete, ws.pruned, ws.below, ws.above, ws.dedupe ? &ws.seen : nullptr);
+      split_history(ctx, cfg_, ws.complete, ws.pruned, ws.below, ws.above, ws.dedupe ? &ws.seen : nullptr,
+                    ws.member);
   const std::uint64_t card = ws.cardinality;
 
   // Random draws from the priors, avoiding points already tried while unseen ones remain.
@@ -548,32 +561,63 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
 
   // Univariate models reuse the incrementally sorted history (see TPEWorkspace::sorted).
   const bool use_sort_cache = !cfg_.multivariate;
+  constexpr std::size_t kNoRow = std::size_t(-1);
+  const std::size_t N = trials.size();
   if (use_sort_cache) {
-    ws.update_sort_cache(trials);
-    ws.member.assign(trials.size(), 0);
-    for (std::size_t i : ws.below) ws.member[i] = 1;
-    for (std::size_t i : ws.above) ws.member[i] = 2;
-    ws.rowpos.resize(trials.size());
+    // Parameter-major copy of the history (NaN where inactive or malformed): one pass over the trials
+    // instead of one per parameter.
+    ws.xt.resize(D * N);
+    for (std::size_t i = 0; i < N; ++i) {
+      const std::vector<double>& x = trials[i].x;
+      if (x.size() == D) {
+        for (std::size_t p = 0; p < D; ++p) ws.xt[p * N + i] = x[p];
+      } else {
+        for (std::size_t p = 0; p < D; ++p) ws.xt[p * N + i] = kNaN;
+      }
+    }
+    ws.update_sort_cache(trials, ws.xt.data());
+    ws.rowpos.assign(N, kNoRow);  // row of an above trial in the current gather; kNoRow for the others
   }
 
   // Observations of group g (rows where it is active) from trials `idx` (+ in-batch liars). With
-  // want_order (univariate, above set), also their argsort in ws.order from the sort cache.
+  // want_order (univariate, above set), also their argsort in ws.order from the sort cache. Recency
+  // weights go to `wts` (recomputed only when the row count changes).
   auto gather = [&](const detail::Group& g, const std::vector<std::size_t>& idx, bool with_batch,
-                    bool want_order) -> std::size_t {
+                    bool want_order, std::vector<double>& wts) -> std::size_t {
     const std::size_t first = g.params[0];
     ws.obs.clear();
     std::size_t rows = 0;
-    for (std::size_t i : idx) {
-      const std::vector<double>& x = trials[i].x;
-      if (std::isnan(x[first])) continue;
-      for (std::size_t p : g.params) ws.obs.push_back(to_model(ws.pm[p], x[p]));
-      if (want_order) ws.rowpos[i] = rows;
-      ++rows;
+    if (use_sort_cache && g.params.size() == 1) {
+      const detail::ParamModel& pmf = ws.pm[first];
+      const double* col = ws.xt.data() + first * N;
+      ws.obs.resize(idx.size());
+      double* o = ws.obs.data();
+      for (std::size_t i : idx) {
+        const double v = col[i];
+        if (std::isnan(v)) continue;
+        o[rows] = to_model(pmf, v);
+        if (want_order) ws.rowpos[i] = rows;
+        ++rows;
+      }
+      ws.obs.resize(rows);
+    } else {
+      for (std::size_t i : idx) {
+        const std::vector<double>& x = trials[i].x;
+        if (std::isnan(x[first])) continue;
+        for (std::size_t p : g.params) ws.obs.push_back(to_model(ws.pm[p], x[p]));
+        ++rows;
+      }
     }
     if (want_order) {
-      ws.order.clear();
-      for (const auto& e : ws.sorted[first])
-        if (ws.member[e.idx] == 2) ws.order.push_back(ws.rowpos[e.idx]);
+      // Above trials active in `first`, in sorted order (below trials keep kNoRow; inactive above trials
+      // are not in the sorted list).
+      ws.order.resize(rows);
+      std::size_t q = 0;
+      for (const auto& e : ws.sorted[first]) {
+        const std::size_t r = ws.rowpos[e.idx];
+        if (r != kNoRow) ws.order[q++] = r;
+      }
+      ws.order.resize(q);
     }
     if (with_batch) {
       for (std::size_t b = 0; b < ws.n_batch; ++b) {
@@ -591,8 +635,10 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
         ++rows;
       }
     }
-    ws.wts.resize(rows);
-    tpe_recency_weights(rows, cfg_.n_flat_weights, ws.wts.data());
+    if (wts.size() != rows) {
+      wts.resize(rows);
+      tpe_recency_weights(rows, cfg_.n_flat_weights, wts.data());
+    }
     return rows;
   };
 
@@ -605,14 +651,14 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       if (!space.is_active(g.params[0], x)) continue;
       const std::size_t dg = g.params.size();
       if (!ws.below_ok[gi]) {
-        std::size_t rows = gather(g, ws.below, false, false);
+        std::size_t rows = gather(g, ws.below, false, false, ws.wts);
         ws.est_below[gi].fit(g.dims, ws.obs.data(), rows, ws.wts.data(), popt);
         ws.below_ok[gi] = 1;
       }
       if (ws.above_version[gi] != ws.n_batch) {
         const bool want_order = use_sort_cache && dg == 1 && detail::cacheable(ws.pm[g.params[0]]);
-        std::size_t rows = gather(g, ws.above, cfg_.constant_liar, want_order);
-        ws.est_above[gi].fit(g.dims, ws.obs.data(), rows, ws.wts.data(), popt,
+        std::size_t rows = gather(g, ws.above, cfg_.constant_liar, want_order, ws.wts_above);
+        ws.est_above[gi].fit(g.dims, ws.obs.data(), rows, ws.wts_above.data(), popt,
                              want_order ? ws.order.data() : nullptr);
         ws.above_version[gi] = ws.n_batch;
       }
