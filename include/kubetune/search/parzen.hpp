@@ -108,8 +108,10 @@ class ParzenEstimator {
   std::vector<std::size_t> order_, idx_;
   std::vector<char> seen_;
   std::vector<std::uint64_t> keys_;
-  std::vector<double> sorted_obs_, sorted_w_;
+  std::vector<double> sorted_w_;
   bool sorted1d_ = false;
+  bool cat1d_ = false;            // one categorical dimension: log masses per choice in cat1d_lp_
+  std::vector<double> cat1d_lp_;
   double tmax_ = 0.0, sig_max_ = 0.0;
   mutable std::vector<double> terms_;
   mutable std::vector<double> acc_, slo_, shi_, thr_;

@@ -427,34 +427,6 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     fit_sorted1d(obs, n, opt, order);
     return;
   }
-  if (sorted1d_ && n > 1) {  // (reference path, kept for clarity; fit_sorted1d computes the same values)
-    for (std::size_t i = 0; i < n; ++i)
-      KT_CHECK(std::isfinite(obs[i]), InvalidArgument, "parzen: observation ", i, " of dimension 0 = ", obs[i],
-               " is not finite");
-    if (order) {
-      // Caller's argsort (e.g. maintained incrementally by TPE): check it is a sorted permutation.
-      order_.assign(order, order + n);
-      seen_.assign(n, 0);
-      for (std::size_t j = 0; j < n; ++j) {
-        KT_CHECK(order_[j] < n && !seen_[order_[j]], InvalidArgument, "parzen: order is not a permutation");
-        seen_[order_[j]] = 1;
-        KT_CHECK(j == 0 || obs[order_[j - 1]] <= obs[order_[j]], InvalidArgument,
-                 "parzen: order does not sort the observations");
-      }
-    } else {
-      argsort(obs, n);
-    }
-    sorted_obs_.resize(n);
-    sorted_w_.resize(2 * n);
-    for (std::size_t j = 0; j < n; ++j) {
-      sorted_obs_[j] = obs[order_[j]];
-      sorted_w_[j] = w_[order_[j]];
-      sorted_w_[n + j] = lw_[order_[j]];
-    }
-    obs = sorted_obs_.data();
-    std::copy(sorted_w_.begin(), sorted_w_.begin() + static_cast<std::ptrdiff_t>(n), w_.begin());
-    std::copy(sorted_w_.begin() + static_cast<std::ptrdiff_t>(n), sorted_w_.end(), lw_.begin());
-  }
   double run = 0.0;
   for (std::size_t k = 0; k < k_; ++k) {
     run += w_[k];
@@ -602,6 +574,22 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     kernel_known_[k] = all;
     if (all) update_lzsum(k);
   }
+  // One categorical dimension: the mixture's mass of each choice in closed form, summed in linear space
+  // (the kernel-by-kernel log-sum-exp gives the same value up to rounding).
+  cat1d_ = D == 1 && dims[0].kind == ParzenDim::Kind::Categorical;
+  if (cat1d_) {
+    const std::size_t C = dims[0].n_choices;
+    cat1d_lp_.assign(C, 0.0);  // first: weight of kernels observed at each choice
+    for (std::size_t k = 0; k < n; ++k) cat1d_lp_[static_cast<std::size_t>(mu_[k])] += w_[k];
+    const double e_hit = std::exp(cat_hit_[0]), e_miss = std::exp(cat_miss_[0]);
+    const double prior = w_[n] * std::exp(cat_prior_[0]);
+    std::vector<double>& other = sorted_w_;  // scratch: weight of kernels observed elsewhere
+    other.assign(C, 0.0);
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t c2 = 0; c2 < C; ++c2)
+        if (c2 != c) other[c] += cat1d_lp_[c2];
+    for (std::size_t c = 0; c < C; ++c) cat1d_lp_[c] = std::log(cat1d_lp_[c] * e_hit + other[c] * e_miss + prior);
+  }
 }
 
 // fit() for one-dimensional neighbour-width estimators with n >= 2 observations: the same values as the
@@ -672,6 +660,7 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
   cat_miss_.assign(1, 0.0);
   cat_prior_.assign(1, 0.0);
   has_discrete_ = disc;
+  cat1d_ = false;
 
   double* sg = sigma_.data();
   double* inv = inv_sigma_.data();
@@ -1006,6 +995,12 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
   if (m == 0) return;
   if (sorted1d_) {
     for (std::size_t r = 0; r < m; ++r) out[r] = log_pdf_1d(x[r]);
+    return;
+  }
+  if (cat1d_) {
+    const double C = static_cast<double>(dims_[0].n_choices);
+    for (std::size_t r = 0; r < m; ++r)
+      out[r] = x[r] >= 0.0 && x[r] < C ? cat1d_lp_[static_cast<std::size_t>(x[r])] : -kInf;
     return;
   }
   const std::size_t D = dims_.size();
