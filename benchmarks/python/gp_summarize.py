@@ -30,7 +30,7 @@ def main(paths):
             cells = []
             for p in peers:
                 v = best.get((f, b, p))
-                cells.append(f"{statistics.median(v):.4f} ({len(v)})" if v else "—")
+                cells.append(f"{statistics.median(v):.5f} ({len(v)})" if v else "—")
             print(f"| {f} | {b} | " + " | ".join(cells) + " |")
     if timing:
         print()
