@@ -57,6 +57,22 @@ void BM_TPESuggest(benchmark::State& state) {
   state.counters["trials"] = static_cast<double>(n);
 }
 
+// Univariate ask with n_threads = 1 or 2 (groups fitted and scored on several threads): wall time.
+void BM_TPESuggestThreads(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  search::TPEConfig cfg;
+  cfg.n_threads = static_cast<int>(state.range(1));
+  History h = make_history(n, false);
+  search::TPE tpe(cfg);
+  std::uint64_t k = 0;
+  for (auto _ : state) {
+    Rng rng(7, k++);
+    SearchContext ctx{h.space, h.trials, h.dirs, rng};
+    auto s = tpe.ask(ctx, 1);
+    benchmark::DoNotOptimize(s.data());
+  }
+}
+
 void BM_TPEBatch8(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   History h = make_history(n, false);
@@ -75,5 +91,10 @@ void BM_TPEBatch8(benchmark::State& state) {
 BENCHMARK(BM_TPESuggest)
     ->ArgNames({"n", "multivariate", "mixed"})
     ->ArgsProduct({{100, 1000, 5000}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TPESuggestThreads)
+    ->ArgNames({"n", "threads"})
+    ->ArgsProduct({{1000, 5000}, {1, 2}})
+    ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TPEBatch8)->ArgName("n")->Arg(1000)->Unit(benchmark::kMicrosecond);

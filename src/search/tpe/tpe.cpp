@@ -11,7 +11,12 @@
 #include <unordered_set>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/parallel.hpp"
 #include "kubetune/search/parzen.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace kubetune::search {
 namespace {
@@ -242,11 +247,18 @@ struct TPEWorkspace {
   std::vector<ParzenEstimator> est_below, est_above;
   std::vector<char> below_ok;
   std::vector<std::size_t> above_version;
-  std::vector<double> obs, wts, wts_above, cand, lb, la;
+  // Per-thread gather buffers (one per OpenMP thread in the parallel univariate path).
+  struct Scratch {
+    std::vector<double> obs, wts, wts_above;
+    std::vector<std::size_t> order, rowpos;
+  };
+  std::vector<Scratch> scr;
+  std::vector<double> cand, lb, la;
   std::vector<double> xt;  // univariate: parameter-major copy of the trials' values (D x N)
   std::unordered_set<std::uint64_t> seen;
   // An always-active continuous parameter makes exact repeats practically impossible: no dedupe set then.
   bool dedupe = true;
+  bool unconditional = true;  // no conditional parameter: univariate groups are independent
 
   // Sort cache for univariate models: per parameter, (model value, trial index) of every trial where it is
   // active, ascending (ties by index) -- exactly the stable argsort ParzenEstimator would compute. Kept
@@ -260,7 +272,6 @@ struct TPEWorkspace {
   std::vector<std::vector<SortEntry>> sorted;
   std::size_t sorted_count = 0;  // trials covered by the cache
   std::vector<char> member;      // per trial: 1 below, 2 above
-  std::vector<std::size_t> rowpos, order;
 
   void prepare(const SearchSpace& s, const TPEConfig& cfg);
   void update_sort_cache(const std::vector<Trial>& trials, const double* xt);
@@ -350,6 +361,9 @@ void TPEWorkspace::prepare(const SearchSpace& s, const TPEConfig& cfg) {
     }
     groups.push_back({{i}, {pm[i].dim}});
   }
+  unconditional = true;
+  for (std::size_t i = 0; i < D; ++i)
+    if (s.param(i).condition) unconditional = false;
   dedupe = true;
   for (std::size_t i = 0; i < D; ++i) {
     const Param& p = s.param(i);
@@ -561,6 +575,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
 
   // Univariate models reuse the incrementally sorted history (see TPEWorkspace::sorted).
   const bool use_sort_cache = !cfg_.multivariate;
+  const std::size_t m = cfg_.n_ei_candidates;
   constexpr std::size_t kNoRow = std::size_t(-1);
   const std::size_t N = trials.size();
   if (use_sort_cache) {
@@ -576,61 +591,70 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       }
     }
     ws.update_sort_cache(trials, ws.xt.data());
-    ws.rowpos.assign(N, kNoRow);  // row of an above trial in the current gather; kNoRow for the others
   }
+  // Parallel univariate path: groups are independent when no parameter is conditional; fits and scoring
+  // run on several threads, the random draws stay in group order, so results do not depend on nt.
+  int nt = 1;
+#ifdef _OPENMP
+  if (!cfg_.multivariate && ws.unconditional && ws.groups.size() > 1)
+    nt = std::min(core::resolve_threads(cfg_.n_threads), static_cast<int>(ws.groups.size()));
+#endif
+  if (ws.scr.size() < static_cast<std::size_t>(nt)) ws.scr.resize(static_cast<std::size_t>(nt));
+  for (int t = 0; t < nt; ++t)  // row of an above trial in the current gather; kNoRow for the others
+    if (use_sort_cache) ws.scr[static_cast<std::size_t>(t)].rowpos.assign(N, kNoRow);
 
   // Observations of group g (rows where it is active) from trials `idx` (+ in-batch liars). With
-  // want_order (univariate, above set), also their argsort in ws.order from the sort cache. Recency
+  // want_order (univariate, above set), also their argsort in sc.order from the sort cache. Recency
   // weights go to `wts` (recomputed only when the row count changes).
-  auto gather = [&](const detail::Group& g, const std::vector<std::size_t>& idx, bool with_batch,
-                    bool want_order, std::vector<double>& wts) -> std::size_t {
+  auto gather = [&](detail::TPEWorkspace::Scratch& sc, const detail::Group& g, const std::vector<std::size_t>& idx,
+                    bool with_batch, bool want_order, std::vector<double>& wts) -> std::size_t {
     const std::size_t first = g.params[0];
-    ws.obs.clear();
+    sc.obs.clear();
     std::size_t rows = 0;
     if (use_sort_cache && g.params.size() == 1) {
       const detail::ParamModel& pmf = ws.pm[first];
       const double* col = ws.xt.data() + first * N;
-      ws.obs.resize(idx.size());
-      double* o = ws.obs.data();
+      sc.obs.resize(idx.size());
+      double* o = sc.obs.data();
       for (std::size_t i : idx) {
         const double v = col[i];
         if (std::isnan(v)) continue;
         o[rows] = to_model(pmf, v);
-        if (want_order) ws.rowpos[i] = rows;
+        if (want_order) sc.rowpos[i] = rows;
         ++rows;
       }
-      ws.obs.resize(rows);
+      sc.obs.resize(rows);
     } else {
       for (std::size_t i : idx) {
         const std::vector<double>& x = trials[i].x;
         if (std::isnan(x[first])) continue;
-        for (std::size_t p : g.params) ws.obs.push_back(to_model(ws.pm[p], x[p]));
+        for (std::size_t p : g.params) sc.obs.push_back(to_model(ws.pm[p], x[p]));
         ++rows;
       }
     }
     if (want_order) {
       // Above trials active in `first`, in sorted order (below trials keep kNoRow; inactive above trials
       // are not in the sorted list).
-      ws.order.resize(rows);
+      sc.order.resize(rows);
       std::size_t q = 0;
       for (const auto& e : ws.sorted[first]) {
-        const std::size_t r = ws.rowpos[e.idx];
-        if (r != kNoRow) ws.order[q++] = r;
+        const std::size_t r = sc.rowpos[e.idx];
+        if (r != kNoRow) sc.order[q++] = r;
       }
-      ws.order.resize(q);
+      sc.order.resize(q);
     }
     if (with_batch) {
       for (std::size_t b = 0; b < ws.n_batch; ++b) {
         const double* x = ws.batch.data() + b * D;
         if (std::isnan(x[first])) continue;
-        for (std::size_t p : g.params) ws.obs.push_back(to_model(ws.pm[p], x[p]));
+        for (std::size_t p : g.params) sc.obs.push_back(to_model(ws.pm[p], x[p]));
         if (want_order) {  // after equal values: its row is the largest so far
           const double v = detail::model_value(ws.pm[first], x[first]);
-          auto it = std::upper_bound(ws.order.begin(), ws.order.end(), v, [&](double a, std::size_t r) {
-            double b = ws.obs[r];
+          auto it = std::upper_bound(sc.order.begin(), sc.order.end(), v, [&](double a, std::size_t r) {
+            double b = sc.obs[r];
             return a < (b == 0.0 ? 0.0 : b);
           });
-          ws.order.insert(it, rows);
+          sc.order.insert(it, rows);
         }
         ++rows;
       }
@@ -642,46 +666,87 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
     return rows;
   };
 
-  const std::size_t m = cfg_.n_ei_candidates;
+  // Refit group gi's estimators where stale (l(x) once per ask; g(x) after each constant liar).
+  auto fit_group = [&](detail::TPEWorkspace::Scratch& sc, std::size_t gi) {
+    const detail::Group& g = ws.groups[gi];
+    if (!ws.below_ok[gi]) {
+      std::size_t rows = gather(sc, g, ws.below, false, false, sc.wts);
+      ws.est_below[gi].fit(g.dims, sc.obs.data(), rows, sc.wts.data(), popt);
+      ws.below_ok[gi] = 1;
+    }
+    if (ws.above_version[gi] != ws.n_batch) {
+      const bool want_order = use_sort_cache && g.params.size() == 1 && detail::cacheable(ws.pm[g.params[0]]);
+      std::size_t rows = gather(sc, g, ws.above, cfg_.constant_liar, want_order, sc.wts_above);
+      ws.est_above[gi].fit(g.dims, sc.obs.data(), rows, sc.wts_above.data(), popt,
+                           want_order ? sc.order.data() : nullptr);
+      ws.above_version[gi] = ws.n_batch;
+    }
+  };
+  // Keep the candidate with the largest log l(x) - log g(x) (first on ties).
+  auto choose = [&](std::size_t gi, const double* cand, const double* lb, const double* la, std::vector<double>& x) {
+    const detail::Group& g = ws.groups[gi];
+    const std::size_t dg = g.params.size();
+    std::size_t best = 0;
+    double best_score = -kInf;
+    for (std::size_t c = 0; c < m; ++c) {
+      double sc = lb[c] - la[c];
+      if (std::isnan(sc)) sc = la[c] == -kInf ? kInf : -kInf;
+      if (sc > best_score) {
+        best_score = sc;
+        best = c;
+      }
+    }
+    for (std::size_t q = 0; q < dg; ++q) {
+      std::size_t p = g.params[q];
+      x[p] = from_model(space, ws.pm[p], p, cand[best * dg + q]);
+    }
+  };
+
   for (std::size_t j = 0; j < n; ++j) {
     if (card != 0 && ws.seen.size() >= card) break;
     std::vector<double> x(D, kNaN);
-    for (std::size_t gi = 0; gi < ws.groups.size(); ++gi) {
+    if (nt > 1) {
+      // Univariate, unconditional: every group is active and one-dimensional. Fit in parallel, draw in
+      // group order (the same stream as the sequential loop), score in parallel, then choose.
+      const std::size_t G = ws.groups.size();
+      const long long Gl = static_cast<long long>(G);
+      ws.cand.resize(m * G);
+      ws.lb.resize(m * G);
+      ws.la.resize(m * G);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+#endif
+      for (long long gi = 0; gi < Gl; ++gi) {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        fit_group(ws.scr[static_cast<std::size_t>(tid)], static_cast<std::size_t>(gi));
+      }
+      for (std::size_t gi = 0; gi < G; ++gi) ws.est_below[gi].sample(rng, m, ws.cand.data() + gi * m);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+#endif
+      for (long long gi = 0; gi < Gl; ++gi) {
+        const std::size_t o = static_cast<std::size_t>(gi) * m;
+        ws.est_below[static_cast<std::size_t>(gi)].log_pdf(ws.cand.data() + o, m, ws.lb.data() + o, 1);
+        ws.est_above[static_cast<std::size_t>(gi)].log_pdf(ws.cand.data() + o, m, ws.la.data() + o, 1);
+      }
+      for (std::size_t gi = 0; gi < G; ++gi)
+        choose(gi, ws.cand.data() + gi * m, ws.lb.data() + gi * m, ws.la.data() + gi * m, x);
+    }
+    for (std::size_t gi = 0; nt == 1 && gi < ws.groups.size(); ++gi) {
       const detail::Group& g = ws.groups[gi];
       if (!space.is_active(g.params[0], x)) continue;
       const std::size_t dg = g.params.size();
-      if (!ws.below_ok[gi]) {
-        std::size_t rows = gather(g, ws.below, false, false, ws.wts);
-        ws.est_below[gi].fit(g.dims, ws.obs.data(), rows, ws.wts.data(), popt);
-        ws.below_ok[gi] = 1;
-      }
-      if (ws.above_version[gi] != ws.n_batch) {
-        const bool want_order = use_sort_cache && dg == 1 && detail::cacheable(ws.pm[g.params[0]]);
-        std::size_t rows = gather(g, ws.above, cfg_.constant_liar, want_order, ws.wts_above);
-        ws.est_above[gi].fit(g.dims, ws.obs.data(), rows, ws.wts_above.data(), popt,
-                             want_order ? ws.order.data() : nullptr);
-        ws.above_version[gi] = ws.n_batch;
-      }
+      fit_group(ws.scr[0], gi);
       ws.cand.resize(m * dg);
       ws.lb.resize(m);
       ws.la.resize(m);
       ws.est_below[gi].sample(rng, m, ws.cand.data());
       ws.est_below[gi].log_pdf(ws.cand.data(), m, ws.lb.data(), cfg_.n_threads);
       ws.est_above[gi].log_pdf(ws.cand.data(), m, ws.la.data(), cfg_.n_threads);
-      std::size_t best = 0;
-      double best_score = -kInf;
-      for (std::size_t c = 0; c < m; ++c) {
-        double sc = ws.lb[c] - ws.la[c];
-        if (std::isnan(sc)) sc = ws.la[c] == -kInf ? kInf : -kInf;
-        if (sc > best_score) {
-          best_score = sc;
-          best = c;
-        }
-      }
-      for (std::size_t q = 0; q < dg; ++q) {
-        std::size_t p = g.params[q];
-        x[p] = from_model(space, ws.pm[p], p, ws.cand[best * dg + q]);
-      }
+      choose(gi, ws.cand.data(), ws.lb.data(), ws.la.data(), x);
     }
     space.apply_conditions(x);
     if (ws.dedupe) {
