@@ -146,12 +146,12 @@ def methods(selected):
 # ----------------------------------------------------------------------------------------------- timing
 
 
-def time_kubetune(n, reps, multivariate):
+def time_kubetune(n, reps, multivariate, n_threads=1):
     rng = np.random.default_rng(0)
     space = kt.SearchSpace()
     for i in range(10):
         space.add_float(f"x{i}", -5.0, 5.0)
-    study = kt.Study(space, searcher=kt.TPE(multivariate=multivariate), seed=1)
+    study = kt.Study(space, searcher=kt.TPE(multivariate=multivariate, n_threads=n_threads), seed=1)
     for _ in range(n):
         p = {f"x{i}": float(v) for i, v in enumerate(rng.uniform(-5, 5, 10))}
         study.add_trial(p, float(sum(v * v for v in p.values())))
@@ -199,6 +199,8 @@ def main(argv=None):
     ap.add_argument("--methods", nargs="+", default=["kubetune", "kubetune-mv", "optuna", "optuna-mv", "hyperopt"])
     ap.add_argument("--timing-n", type=int, nargs="+", default=[100, 1000, 5000])
     ap.add_argument("--timing-reps", type=int, default=5)
+    ap.add_argument("--timing-threads", type=int, nargs="+", default=[1],
+                    help="also time univariate kubetune with these n_threads (columns kubetune-<t>t; read wall time)")
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-timing", action="store_true")
     ap.add_argument("--out", default=None, help="write raw results as JSON")
@@ -248,6 +250,9 @@ def main(argv=None):
                 row["kubetune" + tag] = time_kubetune(n, args.timing_reps, mv)
                 if have("optuna"):
                     row["optuna" + tag] = time_optuna(n, args.timing_reps, mv)
+            for t in args.timing_threads:
+                if t != 1:
+                    row[f"kubetune-{t}t"] = time_kubetune(n, args.timing_reps, False, n_threads=t)
             results["timing"][str(n)] = row
             print(f"n={n:5d} " + "  ".join(f"{k}: {v[0] * 1e3:.3f} ms cpu / {v[1] * 1e3:.3f} ms wall"
                                            for k, v in row.items()), flush=True)
@@ -280,7 +285,8 @@ def main(argv=None):
     if results["timing"]:
         print("\n| n | " + " | ".join(next(iter(results["timing"].values()))) + " |")
         for n, row in results["timing"].items():
-            print(f"| {n} | " + " | ".join(f"{v[0] * 1e3:.3f}" for v in row.values()) + " |")
+            print(f"| {n} | " + " | ".join(f"{v[0] * 1e3:.3f} / {v[1] * 1e3:.3f}" for v in row.values())
+                  + " |  (CPU / wall ms)")
         for n, row in results["timing"].items():
             if "optuna" in row:
                 print(f"n={n}: speed-up vs Optuna TPE {row['optuna'][0] / row['kubetune'][0]:.0f}x (univariate), "
