@@ -164,7 +164,39 @@ double window_expsum_base(double* t, std::size_t w, double M) { KT_EXPSUM_BODY }
 #undef KT_WINDOW_BODY
 #undef KT_EXPSUM_BODY
 
+// Joint models' bound pass, continuous dimension: acc += cst - z^2 / 2, shi += ub over K kernels.
+#define KT_ACC_BODY                                                                                              \
+  std::size_t k = 0;                                                                                             \
+  for (; k + 8 <= K; k += 8) {                                                                                   \
+    V8d m, iv, cs, u, ac, sh;                                                                                    \
+    std::memcpy(&m, mu + k, sizeof m);                                                                           \
+    std::memcpy(&iv, inv + k, sizeof iv);                                                                        \
+    std::memcpy(&cs, cst + k, sizeof cs);                                                                        \
+    std::memcpy(&u, ub + k, sizeof u);                                                                           \
+    std::memcpy(&ac, acc + k, sizeof ac);                                                                        \
+    std::memcpy(&sh, shi + k, sizeof sh);                                                                        \
+    const V8d z = (v - m) * iv;                                                                                  \
+    ac += cs - 0.5 * z * z;                                                                                      \
+    sh += u;                                                                                                     \
+    std::memcpy(acc + k, &ac, sizeof ac);                                                                        \
+    std::memcpy(shi + k, &sh, sizeof sh);                                                                        \
+  }                                                                                                              \
+  for (; k < K; ++k) {                                                                                           \
+    const double z = (v - mu[k]) * inv[k];                                                                       \
+    acc[k] += cst[k] - 0.5 * z * z;                                                                              \
+    shi[k] += ub[k];                                                                                             \
+  }
+
+#define KT_ACC_ARGS                                                                                              \
+  double v, const double *mu, const double *inv, const double *cst, const double *ub, double *acc, double *shi, \
+      std::size_t K
+__attribute__((target("avx512f,avx512dq,avx2,fma"))) void acc_cont_avx512(KT_ACC_ARGS) { KT_ACC_BODY }
+__attribute__((target("avx2,fma"))) void acc_cont_avx2(KT_ACC_ARGS) { KT_ACC_BODY }
+void acc_cont_base(KT_ACC_ARGS) { KT_ACC_BODY }
+#undef KT_ACC_BODY
+
 struct WindowKernels {
+  void (*acc_cont)(KT_ACC_ARGS);
   double (*terms)(const WindowArgs&);
   double (*expsum)(double*, std::size_t, double);
   WindowKernels() {
@@ -172,15 +204,19 @@ struct WindowKernels {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
       terms = window_terms_avx512;
       expsum = window_expsum_avx512;
+      acc_cont = acc_cont_avx512;
     } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
       terms = window_terms_avx2;
       expsum = window_expsum_avx2;
+      acc_cont = acc_cont_avx2;
     } else {
       terms = window_terms_base;
       expsum = window_expsum_base;
+      acc_cont = acc_cont_base;
     }
   }
 };
+#undef KT_ACC_ARGS
 const WindowKernels& window_kernels() {
   static const WindowKernels k;
   return k;
@@ -220,12 +256,16 @@ void ParzenEstimator::argsort(const double* v, std::size_t n) {
     all_or |= ka[i];
   }
   const std::uint64_t varying = all_and ^ all_or;  // bits that differ between some keys
-  std::size_t count[256];
+  // All eight digit histograms in one pass (the digit counts do not depend on the order).
+  std::size_t hist[8][256] = {};
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t key = ka[i];
+    for (int b = 0; b < 8; ++b) ++hist[b][(key >> (8 * b)) & 0xFF];
+  }
   for (int pass = 0; pass < 8; ++pass) {
     const int shift = 8 * pass;
     if (((varying >> shift) & 0xFF) == 0) continue;
-    std::fill(count, count + 256, std::size_t{0});
-    for (std::size_t i = 0; i < n; ++i) ++count[(ka[i] >> shift) & 0xFF];
+    std::size_t* count = hist[pass];
     std::size_t sum = 0;
     for (std::size_t b = 0; b < 256; ++b) {
       std::size_t c = count[b];
@@ -846,11 +886,7 @@ bool ParzenEstimator::approx_one(const double* x, double* acc, double* slo, doub
     const double* cst = cst_.data() + d * K;
     const double* ub = ub_.data() + d * K;
     if (pd.kind == ParzenDim::Kind::Continuous) {
-      for (std::size_t k = 0; k < K; ++k) {
-        const double z = (v - mu[k]) * inv[k];
-        acc[k] += cst[k] - 0.5 * z * z;
-        shi[k] += ub[k];
-      }
+      window_kernels().acc_cont(v, mu, inv, cst, ub, acc, shi, K);
     } else {
       // Midpoint approximation of the bin's log mass; its error is within |z| h + h^2 / 2 either way.
       const double* half = half_.data() + d * K;
