@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -713,6 +714,8 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       ws.cand.resize(m * G);
       ws.lb.resize(m * G);
       ws.la.resize(m * G);
+      std::exception_ptr error;
+      long long error_group = 0;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
 #endif
@@ -721,8 +724,19 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
 #ifdef _OPENMP
         tid = omp_get_thread_num();
 #endif
-        fit_group(ws.scr[static_cast<std::size_t>(tid)], static_cast<std::size_t>(gi));
+        try {  // exceptions must not leave an OpenMP region: keep the first (lowest group) and rethrow
+          fit_group(ws.scr[static_cast<std::size_t>(tid)], static_cast<std::size_t>(gi));
+        } catch (...) {
+#ifdef _OPENMP
+#pragma omp critical(kt_tpe_error)
+#endif
+          if (!error || gi < error_group) {
+            error = std::current_exception();
+            error_group = gi;
+          }
+        }
       }
+      if (error) std::rethrow_exception(error);
       for (std::size_t gi = 0; gi < G; ++gi) ws.est_below[gi].sample(rng, m, ws.cand.data() + gi * m);
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -510,4 +511,29 @@ TEST(TPE, HyperoptPresetRuns) {
   for (std::uint64_t seed = 0; seed < 5; ++seed)
     h.push_back(best_after(sp, std::make_unique<TPE>(TPEConfig::hyperopt()), branin, 100, seed) - kBraninMin);
   EXPECT_LT(median(h), 0.5);
+}
+
+TEST(TPE, ParallelUnivariateAskReportsBadHistoryAsAnError) {
+  // An exception in a parameter fitted on a worker thread reaches the caller (as on one thread).
+  SearchSpace sp;
+  sp.add_double("a", -1, 1).add_double("b", -1, 1).add_double("c", -1, 1);
+  std::vector<Trial> hist;
+  Rng gen(4);
+  for (int i = 0; i < 40; ++i) {
+    Trial t;
+    t.id = i;
+    t.x = sp.sample(gen);
+    t.state = TrialState::Complete;
+    t.values = {t.x[0] * t.x[0]};
+    hist.push_back(t);
+  }
+  hist[25].x[1] = std::numeric_limits<double>::infinity();
+  std::vector<Direction> dir = {Direction::Minimize};
+  for (int threads : {1, 2}) {
+    TPEConfig c;
+    c.n_threads = threads;
+    TPE s(c);
+    Rng r(1, 1);
+    EXPECT_THROW(s.ask(SearchContext{sp, hist, dir, r}, 1), kubetune::InvalidArgument) << threads;
+  }
 }
