@@ -69,67 +69,72 @@ inline double exp_bounded(double y) noexcept {
   return p * kExp2Table.v[j] * scale;
 }
 
-// ---- Vectorised window sums (one-dimensional continuous estimators). The body is compiled for AVX-512,
-// AVX2+FMA and baseline x86-64 (GCC vector extensions) and picked once at run time; the same machine always
-// takes the same path, so results stay deterministic. exp() there is table-free: y = k ln2 + r, |r| <= ln2/2,
+// ---- Vectorised window sums (one-dimensional continuous estimators) and the joint bound pass. The bodies
+// are compiled for AVX2+FMA (x86-64 only) and for the baseline target (GCC vector extensions) and picked once
+// at run time; the same machine always takes the same path, so results stay deterministic. (An AVX-512
+// variant measured no faster than AVX2 here.) exp() there is table-free: y = k ln2 + r, |r| <= ln2/2,
 // exp(r) by its degree-13 Taylor polynomial (remainder < 5e-18 relative), 2^k assembled in the exponent bits.
-typedef double V8d __attribute__((vector_size(64)));
-typedef long long V8l __attribute__((vector_size(64)));
+// Each variant uses its native width (VD / VL / KW are redefined before each instantiation of the bodies).
+typedef double V4d __attribute__((vector_size(32)));
+typedef long long V4l __attribute__((vector_size(32)));
+typedef double V2d __attribute__((vector_size(16)));
+typedef long long V2l __attribute__((vector_size(16)));
 
 struct WindowArgs {
   double x;
   const double *mu, *inv, *lw, *cst, *lz;
   std::size_t w;
-  double* t;  // scratch, >= w rounded up to 8
+  double* t;  // scratch, >= w rounded up to the vector width
 };
 
 // Writes the window's log terms into t[0..w) and returns their maximum (-inf when w == 0).
-// Sum of exp(max(t_j - M, -kCut)) over the window.
 #define KT_WINDOW_BODY                                                                                           \
   const double x = a.x;                                                                                          \
   const std::size_t w = a.w;                                                                                     \
   double* t = a.t;                                                                                               \
-  const std::size_t w8 = w & ~std::size_t{7};                                                                    \
-  V8d vmax = {-kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf};                                         \
-  for (std::size_t j = 0; j < w8; j += 8) {                                                                      \
-    V8d m, iv, lw, cs, lz;                                                                                       \
+  const std::size_t wv = w - w % KW;                                                                             \
+  VD vmax = VD{} - kInf;                                                                                         \
+  for (std::size_t j = 0; j < wv; j += KW) {                                                                     \
+    VD m, iv, lw, cs, lz;                                                                                        \
     std::memcpy(&m, a.mu + j, sizeof m);                                                                         \
     std::memcpy(&iv, a.inv + j, sizeof iv);                                                                      \
     std::memcpy(&lw, a.lw + j, sizeof lw);                                                                       \
     std::memcpy(&cs, a.cst + j, sizeof cs);                                                                      \
     std::memcpy(&lz, a.lz + j, sizeof lz);                                                                       \
-    const V8d z = (x - m) * iv;                                                                                  \
-    const V8d tt = lw + cs - 0.5 * z * z - lz;                                                                   \
+    const VD z = (x - m) * iv;                                                                                   \
+    const VD tt = lw + cs - 0.5 * z * z - lz;                                                                    \
     std::memcpy(t + j, &tt, sizeof tt);                                                                          \
     vmax = tt > vmax ? tt : vmax;                                                                                \
   }                                                                                                              \
   double M = -kInf;                                                                                              \
-  for (int l = 0; l < 8; ++l) M = std::max(M, vmax[l]);                                                          \
-  for (std::size_t j = w8; j < w; ++j) {                                                                         \
+  for (int l = 0; l < KW; ++l) M = std::max(M, vmax[l]);                                                         \
+  for (std::size_t j = wv; j < w; ++j) {                                                                         \
     const double z = (x - a.mu[j]) * a.inv[j];                                                                   \
     t[j] = a.lw[j] + a.cst[j] - 0.5 * z * z - a.lz[j];                                                           \
     M = std::max(M, t[j]);                                                                                       \
   }                                                                                                              \
   return M;
 
+// Sum of exp(max(t_j - M, -kCut)) over the window (padding lanes masked out).
 #define KT_EXPSUM_BODY                                                                                           \
-  const std::size_t wp = (w + 7) & ~std::size_t{7};                                                              \
-  for (std::size_t j = w; j < wp; ++j) t[j] = 0.0; /* padding, masked out below */                              \
-  V8d acc = {0, 0, 0, 0, 0, 0, 0, 0};                                                                            \
-  const V8d vmagic = V8d{} + 6755399441055744.0; /* 1.5 * 2^52 */                                                \
-  const V8d vcut = V8d{} - kCut;                                                                                 \
-  const V8l lane = {0, 1, 2, 3, 4, 5, 6, 7};                                                                     \
-  const V8l vw = V8l{} + static_cast<long long>(w);                                                              \
-  for (std::size_t j = 0; j < wp; j += 8) {                                                                      \
-    V8d y;                                                                                                       \
+  const std::size_t wp = (w + KW - 1) / KW * KW;                                                                 \
+  for (std::size_t j = w; j < wp; ++j) t[j] = 0.0;                                                               \
+  VD acc = VD{};                                                                                                 \
+  const VD vmagic = VD{} + 6755399441055744.0; /* 1.5 * 2^52 */                                                  \
+  const VD vcut = VD{} - kCut;                                                                                   \
+  VL lane = VL{};                                                                                                \
+  for (int l = 0; l < KW; ++l) lane[l] = l;                                                                      \
+  const VL vw = VL{} + static_cast<long long>(w);                                                                \
+  for (std::size_t j = 0; j < wp; j += KW) {                                                                     \
+    VD y;                                                                                                        \
     std::memcpy(&y, t + j, sizeof y);                                                                            \
     y = y - M;                                                                                                   \
     y = y > vcut ? y : vcut;                                                                                     \
-    V8d kd = y * 1.4426950408889634074 + vmagic;                                                                 \
-    const V8l ki = (V8l)kd - (V8l)vmagic;                                                                        \
+    VD kd = y * 1.4426950408889634074 + vmagic;                                                                  \
+    const VL ki = (VL)kd - (VL)vmagic;                                                                           \
     kd = kd - vmagic;                                                                                            \
-    const V8d r = (y - kd * 6.93147180369123816490e-01) - kd * 1.90821492927058770002e-10;                       \
-    V8d p = r * (1.0 / 6227020800.0) + (1.0 / 479001600.0);                                                      \
+    const VD r = (y - kd * 6.93147180369123816490e-01) - kd * 1.90821492927058770002e-10;                        \
+    VD p = r * (1.0 / 6227020800.0) + (1.0 / 479001600.0);                                                       \
     p = p * r + (1.0 / 39916800.0);                                                                              \
     p = p * r + (1.0 / 3628800.0);                                                                               \
     p = p * r + (1.0 / 362880.0);                                                                                \
@@ -142,40 +147,26 @@ struct WindowArgs {
     p = p * r + 0.5;                                                                                             \
     p = p * r + 1.0;                                                                                             \
     p = p * r + 1.0;                                                                                             \
-    const V8l bits = (ki + 1023) << 52;                                                                          \
-    const V8d e = p * (V8d)bits;                                                                                 \
-    acc += (lane + static_cast<long long>(j)) < vw ? e : V8d{};                                                  \
+    const VL bits = (ki + 1023) << 52;                                                                           \
+    const VD e = p * (VD)bits;                                                                                   \
+    acc += (lane + static_cast<long long>(j)) < vw ? e : VD{};                                                   \
   }                                                                                                              \
-  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-
-__attribute__((target("avx512f,avx512dq,avx2,fma"))) double window_terms_avx512(const WindowArgs& a) {
-  KT_WINDOW_BODY
-}
-__attribute__((target("avx2,fma"))) double window_terms_avx2(const WindowArgs& a) { KT_WINDOW_BODY }
-double window_terms_base(const WindowArgs& a) { KT_WINDOW_BODY }
-__attribute__((target("avx512f,avx512dq,avx2,fma"))) double window_expsum_avx512(double* t, std::size_t w,
-                                                                                  double M) {
-  KT_EXPSUM_BODY
-}
-__attribute__((target("avx2,fma"))) double window_expsum_avx2(double* t, std::size_t w, double M) {
-  KT_EXPSUM_BODY
-}
-double window_expsum_base(double* t, std::size_t w, double M) { KT_EXPSUM_BODY }
-#undef KT_WINDOW_BODY
-#undef KT_EXPSUM_BODY
+  double sum = 0.0;                                                                                              \
+  for (int l = 0; l < KW; ++l) sum += acc[l];                                                                    \
+  return sum;
 
 // Joint models' bound pass, continuous dimension: acc += cst - z^2 / 2, shi += ub over K kernels.
 #define KT_ACC_BODY                                                                                              \
   std::size_t k = 0;                                                                                             \
-  for (; k + 8 <= K; k += 8) {                                                                                   \
-    V8d m, iv, cs, u, ac, sh;                                                                                    \
+  for (; k + KW <= K; k += KW) {                                                                                 \
+    VD m, iv, cs, u, ac, sh;                                                                                     \
     std::memcpy(&m, mu + k, sizeof m);                                                                           \
     std::memcpy(&iv, inv + k, sizeof iv);                                                                        \
     std::memcpy(&cs, cst + k, sizeof cs);                                                                        \
     std::memcpy(&u, ub + k, sizeof u);                                                                           \
     std::memcpy(&ac, acc + k, sizeof ac);                                                                        \
     std::memcpy(&sh, shi + k, sizeof sh);                                                                        \
-    const V8d z = (v - m) * iv;                                                                                  \
+    const VD z = (v - m) * iv;                                                                                   \
     ac += cs - 0.5 * z * z;                                                                                      \
     sh += u;                                                                                                     \
     std::memcpy(acc + k, &ac, sizeof ac);                                                                        \
@@ -190,9 +181,32 @@ double window_expsum_base(double* t, std::size_t w, double M) { KT_EXPSUM_BODY }
 #define KT_ACC_ARGS                                                                                              \
   double v, const double *mu, const double *inv, const double *cst, const double *ub, double *acc, double *shi, \
       std::size_t K
-__attribute__((target("avx512f,avx512dq,avx2,fma"))) void acc_cont_avx512(KT_ACC_ARGS) { KT_ACC_BODY }
+
+#if defined(__x86_64__) || defined(__i386__)
+#define KT_HAVE_AVX2_VARIANT 1
+#define VD V4d
+#define VL V4l
+#define KW 4
+__attribute__((target("avx2,fma"))) double window_terms_avx2(const WindowArgs& a) { KT_WINDOW_BODY }
+__attribute__((target("avx2,fma"))) double window_expsum_avx2(double* t, std::size_t w, double M) {
+  KT_EXPSUM_BODY
+}
 __attribute__((target("avx2,fma"))) void acc_cont_avx2(KT_ACC_ARGS) { KT_ACC_BODY }
+#undef VD
+#undef VL
+#undef KW
+#endif
+#define VD V2d
+#define VL V2l
+#define KW 2
+double window_terms_base(const WindowArgs& a) { KT_WINDOW_BODY }
+double window_expsum_base(double* t, std::size_t w, double M) { KT_EXPSUM_BODY }
 void acc_cont_base(KT_ACC_ARGS) { KT_ACC_BODY }
+#undef VD
+#undef VL
+#undef KW
+#undef KT_WINDOW_BODY
+#undef KT_EXPSUM_BODY
 #undef KT_ACC_BODY
 
 struct WindowKernels {
@@ -200,20 +214,17 @@ struct WindowKernels {
   double (*terms)(const WindowArgs&);
   double (*expsum)(double*, std::size_t, double);
   WindowKernels() {
+    terms = window_terms_base;
+    expsum = window_expsum_base;
+    acc_cont = acc_cont_base;
+#ifdef KT_HAVE_AVX2_VARIANT
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
-      terms = window_terms_avx512;
-      expsum = window_expsum_avx512;
-      acc_cont = acc_cont_avx512;
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
       terms = window_terms_avx2;
       expsum = window_expsum_avx2;
       acc_cont = acc_cont_avx2;
-    } else {
-      terms = window_terms_base;
-      expsum = window_expsum_base;
-      acc_cont = acc_cont_base;
     }
+#endif
   }
 };
 #undef KT_ACC_ARGS
