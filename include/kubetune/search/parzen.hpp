@@ -50,7 +50,8 @@ struct ParzenOptions {
 /// Their Roles for Better Empirical Performance", 2023.
 ///
 /// fit() reuses its buffers, so refitting an estimator of the same or smaller size does not allocate.
-/// log_pdf() uses internal scratch: one object must not be evaluated from several threads at once.
+/// log_pdf() and sample() use internal scratch / lazily built tables: one object must not be evaluated or
+/// sampled from several threads at once.
 class ParzenEstimator {
  public:
   /// Fit on `n` observations stored row-major (n x dims.size()); `weights` may be null (all ones).
@@ -93,7 +94,9 @@ class ParzenEstimator {
   std::size_t k_ = 0;
   double prior_weight_ = 1.0;
   bool has_discrete_ = false;
-  std::vector<double> w_, lw_, cum_w_;
+  std::vector<double> w_, lw_;
+  mutable std::vector<double> cum_w_;  // built lazily by sample()
+  mutable bool cum_valid_ = false;
   // Per dimension, n_kernels() entries each (index d * k_ + k).
   // cst: -log sigma - log sqrt(2 pi) (+ log step). log Z (lz) is computed lazily; ub bounds -log Z (its value
   // once known); lzsum is a kernel's sum of log Z over dimensions once all are known.

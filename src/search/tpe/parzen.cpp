@@ -484,6 +484,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     cum_w_[k] = run;
   }
   cum_w_[k_ - 1] = 1.0;
+  cum_valid_ = true;
 
   mu_.resize(D * k_);
   sigma_.resize(D * k_);
@@ -700,12 +701,7 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
   slw[n] = lw_[n];
   std::copy(sw, sw + k_, w_.begin());
   std::copy(slw, slw + k_, lw_.begin());
-  double run = 0.0;
-  for (std::size_t k = 0; k < k_; ++k) {
-    run += w_[k];
-    cum_w_[k] = run;
-  }
-  cum_w_[k_ - 1] = 1.0;
+  cum_valid_ = false;  // cumulative weights: built by the first sample() (g(x) models are never sampled)
   any_unknown_ = false;
   cat_hit_.assign(1, 0.0);
   cat_miss_.assign(1, 0.0);
@@ -825,6 +821,16 @@ void ParzenEstimator::resolve_log_z(std::size_t k) const {
 // ------------------------------------------------------------------------------------------ sample
 void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out) const {
   KT_CHECK(k_ > 0, StateError, "parzen: sample() before fit()");
+  if (!cum_valid_) {
+    cum_w_.resize(k_);
+    double run = 0.0;
+    for (std::size_t k = 0; k < k_; ++k) {
+      run += w_[k];
+      cum_w_[k] = run;
+    }
+    cum_w_[k_ - 1] = 1.0;
+    cum_valid_ = true;
+  }
   const std::size_t D = dims_.size();
   const std::size_t n = k_ - 1;
   for (std::size_t r = 0; r < m; ++r) {
