@@ -2,7 +2,9 @@
 #include "kubetune/nas/ops.hpp"
 
 // kubetune parallelises over the batch itself; nested Eigen teams would only contend for the cores.
-#define EIGEN_DONT_PARALLELIZE
+#ifndef EIGEN_DONT_PARALLELIZE  // also set project-wide (CMake) so every TU agrees
+#define EIGEN_DONT_PARALLELIZE 1
+#endif
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>

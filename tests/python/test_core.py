@@ -225,3 +225,25 @@ def test_cuda_queries_do_not_raise():
     assert kt.cuda_device_count() >= 0
     if not kt.built_with_cuda():
         assert kt.cuda_available() is False
+
+
+def test_optimize_threads_wait_for_hyperband_rungs_instead_of_stopping():
+    # With several workers, Hyperband often has nothing to run while a rung waits for stragglers; optimize
+    # must wait for them and finish the whole run (R=27, eta=3: 69 trials over 4 brackets).
+    import random
+    import time
+
+    s = kt.SearchSpace().add_float("x", 0.0, 1.0).add_int("epochs", 1, 27)
+    hb = kt.Hyperband("epochs", max_resource=27, eta=3)
+    st = kt.Study(s, searcher=hb, seed=3)
+    rnd = random.Random(0)
+
+    def f(t):
+        time.sleep(rnd.random() * 0.002)
+        return (t.params["x"] - 0.3) ** 2 + 1.0 / t.params["epochs"]
+
+    st.optimize(f, n_trials=1000, n_jobs=8)
+    expected = sum(n for b in hb.brackets for n, _ in b["rungs"])
+    assert expected == 69  # (27+9+3+1) + (12+4+1) + (6+2) + 4
+    assert len(st.trials) == expected
+    assert all(t.state == kt.TrialState.COMPLETE for t in st.trials)
