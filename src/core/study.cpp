@@ -98,14 +98,16 @@ std::vector<Trial> Study::ask(std::size_t n) {
   std::vector<Trial> out;
   out.reserve(n);
   double now = now_seconds();
-  for (auto& t : trials_) {
-    if (out.size() == n) break;
+  // Enqueued trials first (in order); the scan only happens while some are waiting.
+  for (std::size_t i = first_pending_; i < trials_.size() && out.size() < n; ++i) {
+    Trial& t = trials_[i];
     if (t.state == TrialState::Pending) {
       t.state = TrialState::Running;
       t.created_at = now;
       out.push_back(t);
     }
   }
+  while (first_pending_ < trials_.size() && trials_[first_pending_].state != TrialState::Pending) ++first_pending_;
   if (out.size() < n) {
     Rng rng(seed_, ask_counter_++);
     SearchContext ctx{space_, trials_, directions_, rng, seed_};
@@ -229,6 +231,8 @@ std::int64_t Study::enqueue(const Assignment& a) {
   t.state = TrialState::Pending;
   t.created_at = now_seconds();
   t.system_attrs["enqueued"] = 1;
+  if (first_pending_ >= trials_.size() || trials_[first_pending_].state != TrialState::Pending)
+    first_pending_ = trials_.size();
   trials_.push_back(std::move(t));
   return trials_.back().id;
 }

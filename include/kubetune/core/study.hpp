@@ -72,6 +72,7 @@ class Study {
   std::uint64_t seed_;
   std::uint64_t ask_counter_ = 0;
   bool exhausted_ = false;
+  std::size_t first_pending_ = 0;  // no Pending trial before this index (derived; rebuilt on load)
   std::vector<Trial> trials_;
 };
 

@@ -221,3 +221,24 @@ TEST(Study, ConstructorValidation) {
   EXPECT_THROW(make_searcher({{"type", "no-such"}}), NotFound);
   EXPECT_THROW(make_searcher(nlohmann::json::array()), InvalidArgument);
 }
+
+TEST(Study, EnqueuedTrialsComeFirstInOrderAcrossAsks) {
+  auto s = random_study(4);
+  for (int i = 0; i < 5; ++i) s->tell(s->ask(1)[0].id, 1.0);
+  auto a = s->enqueue({{"x", 1.0}, {"n", std::int64_t{2}}, {"c", std::string("a")}});
+  auto b = s->enqueue({{"x", 2.0}, {"n", std::int64_t{3}}, {"c", std::string("b")}});
+  auto first = s->ask(1);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].id, a);
+  auto c = s->enqueue({{"x", 3.0}, {"n", std::int64_t{4}}, {"c", std::string("c")}});
+  auto next = s->ask(3);
+  ASSERT_EQ(next.size(), 3u);
+  EXPECT_EQ(next[0].id, b);
+  EXPECT_EQ(next[1].id, c);
+  EXPECT_FALSE(next[2].system_attrs.count("enqueued"));
+  EXPECT_EQ(next[1].x[0], 3.0);
+  // A reloaded study still hands out a waiting enqueued trial first.
+  auto d = s->enqueue({{"x", 4.0}, {"n", std::int64_t{5}}, {"c", std::string("a")}});
+  auto l = Study::from_json(s->to_json());
+  EXPECT_EQ(l->ask(1)[0].id, d);
+}
