@@ -113,6 +113,13 @@ class ParzenEstimator {
   std::vector<std::uint64_t> keys_;
   std::vector<double> sorted_w_;
   bool sorted1d_ = false;
+  // Previous one-dimensional fit's sorted kernels and truncation masses (lz is a pure function of bounds,
+  // centre and width; reused for identical kernels, never changing a result). prev_kn_ marks resolved ones.
+  bool prev1d_ok_ = false;
+  std::size_t prev1d_n_ = 0;
+  double prev1d_lo_ = 0.0, prev1d_hi_ = 0.0;
+  std::vector<double> prev_mu_, prev_sg_, prev_lz_;
+  std::vector<char> prev_kn_;
   bool cat1d_ = false;            // one categorical dimension: log masses per choice in cat1d_lp_
   std::vector<double> cat1d_lp_;
   double tmax_ = 0.0, sig_max_ = 0.0;

@@ -478,6 +478,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     fit_sorted1d(obs, n, opt, order);
     return;
   }
+  prev1d_ok_ = false;
   double run = 0.0;
   for (std::size_t k = 0; k < k_; ++k) {
     run += w_[k];
@@ -655,6 +656,18 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
   const double lo_e = pd.low - 0.5 * s, hi_e = pd.high + 0.5 * s;
   const double pmu = std::isnan(pd.prior_mu) ? 0.5 * (pd.low + pd.high) : pd.prior_mu;
   const double psig = pd.prior_sigma > 0.0 ? pd.prior_sigma : width;
+  // Truncation masses are a pure function of (bounds, centre, width): those resolved for the previous
+  // one-dimensional fit are reused for identical kernels (TPE refits g(x) on nearly the same history every
+  // ask). The window bounds (ub_, tmax_) stay those of an unresolved kernel, so no result depends on it.
+  std::size_t prev_n = 0;
+  if (prev1d_ok_ && prev1d_lo_ == lo_e && prev1d_hi_ == hi_e) {
+    mu_.swap(prev_mu_);
+    sigma_.swap(prev_sg_);
+    lz_.swap(prev_lz_);
+    known_.swap(prev_kn_);
+    prev_n = prev1d_n_;
+  }
+  prev1d_ok_ = false;
   mu_.resize(k_);
   sigma_.resize(k_);
   inv_sigma_.resize(k_);
@@ -748,6 +761,7 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
   sg[n] = psig;
   const double ub_obs = -std::log(normal_cdf((hi_e - lo_e) / sig_max) - 0.5);
   double tmax = -kInf;
+  std::size_t pp = 0;  // merge pointer into the previous fit's sorted kernels
   for (std::size_t k = 0; k < n; ++k) {
     const double sk = sg[k];
     const double ik = 1.0 / sk;
@@ -769,7 +783,15 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
       lzs[k] = 0.0;
       u = ub_obs;
       kn[k] = 0;
-      any_unknown_ = true;
+      while (pp < prev_n && prev_mu_[pp] < mu[k]) ++pp;
+      for (std::size_t q = pp; q < prev_n && prev_mu_[q] == mu[k]; ++q) {
+        if (prev_kn_[q] && prev_sg_[q] == sk) {
+          lzs[k] = prev_lz_[q];
+          kn[k] = 1;
+          break;
+        }
+      }
+      if (!kn[k]) any_unknown_ = true;
     }
     ub[k] = u;
     tmax = std::max(tmax, slw[k] + c + u);
@@ -793,6 +815,10 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
   // kernel_known_ / lzsum_ serve the multi-dimensional path only; sized for resolve_log_z's writes.
   kernel_known_.resize(k_);
   lzsum_.resize(k_);
+  prev1d_ok_ = true;
+  prev1d_n_ = n;
+  prev1d_lo_ = lo_e;
+  prev1d_hi_ = hi_e;
 }
 
 void ParzenEstimator::update_lzsum(std::size_t k) const {
