@@ -278,21 +278,72 @@ struct Proposer {
       k.x = effective(space, k.full);
       cands.push_back(std::move(k));
     }
-    score(cands, a, best);
-    std::vector<std::size_t> order(cands.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t p, std::size_t q) { return cands[p].score > cands[q].score; });
+    // Two-stage scoring: exact means and variance upper bounds for all candidates (O(n) each), then exact
+    // variances (O(n^2) triangular solves) in chunks, best upper bound first, until no unscored candidate
+    // can enter the top n_refine. For acquisitions increasing in the variance at fixed mean (log-EI, EI,
+    // UCB) this selects exactly the candidates full scoring would; PI is scored in full.
+    const std::size_t nc = cands.size();
+    Eigen::MatrixXd F(enc.D, static_cast<Eigen::Index>(nc));
+    for (std::size_t c = 0; c < nc; ++c) enc.encode(cands[c].x, F.col(static_cast<Eigen::Index>(c)).data());
+    Eigen::VectorXd mu_all, var_ub;
+    gp.predict_screen(F, mu_all, var_ub, threads);
+    const bool monotone = a != AcqType::PI;
+    const double kInf = std::numeric_limits<double>::infinity();
+    std::vector<double> ub(nc, kInf);
+    if (monotone)
+      for (std::size_t c = 0; c < nc; ++c) {
+        double u = acq_value(a, cfg, mu_all[static_cast<Eigen::Index>(c)], var_ub[static_cast<Eigen::Index>(c)], best);
+        ub[c] = std::isnan(u) ? kInf : u;
+      }
+    std::vector<std::size_t> by_ub(nc);
+    std::iota(by_ub.begin(), by_ub.end(), std::size_t{0});
+    std::stable_sort(by_ub.begin(), by_ub.end(), [&](std::size_t p, std::size_t q) { return ub[p] > ub[q]; });
+    std::vector<bool> exact(nc, false);
+    std::size_t next = 0;
+    auto score_chunk = [&](std::size_t count) {
+      const std::size_t end = std::min(nc, next + count);
+      if (end == next) return;
+      Eigen::MatrixXd Fs(enc.D, static_cast<Eigen::Index>(end - next));
+      for (std::size_t k = next; k < end; ++k) Fs.col(static_cast<Eigen::Index>(k - next)) = F.col(static_cast<Eigen::Index>(by_ub[k]));
+      Eigen::VectorXd mu, var;
+      gp.predict(Fs, mu, var, threads);
+      for (std::size_t k = next; k < end; ++k) {
+        const std::size_t c = by_ub[k];
+        cands[c].score = acq_value(a, cfg, mu[static_cast<Eigen::Index>(k - next)], var[static_cast<Eigen::Index>(k - next)], best);
+        exact[c] = true;
+      }
+      next = end;
+    };
+    std::vector<std::size_t> order;
+    auto build_order = [&]() {
+      order.clear();
+      for (std::size_t c = 0; c < nc; ++c)
+        if (exact[c]) order.push_back(c);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::size_t p, std::size_t q) { return cands[p].score > cands[q].score; });
+    };
     // Refine the best few distinct, unseen candidates (in parallel; each start is independent, so the
     // result does not depend on the thread count).
     std::vector<Candidate> top;
-    std::set<std::vector<double>> picked;
-    for (std::size_t o : order) {
-      if (static_cast<int>(top.size()) >= std::max(cfg.n_refine, 1)) break;
-      auto key = key_of(cands[o].x);
-      if (seen.count(key) || picked.count(key)) continue;
-      picked.insert(key);
-      top.push_back(cands[o]);
+    const int want = std::max(cfg.n_refine, 1);
+    constexpr std::size_t kChunk = 128;
+    for (;;) {
+      score_chunk(kChunk);
+      build_order();
+      top.clear();
+      std::set<std::vector<double>> picked;
+      for (std::size_t o : order) {
+        if (static_cast<int>(top.size()) >= want) break;
+        auto key = key_of(cands[o].x);
+        if (seen.count(key) || picked.count(key)) continue;
+        picked.insert(key);
+        top.push_back(cands[o]);
+      }
+      if (next >= nc) break;
+      if (static_cast<int>(top.size()) >= want) {
+        const double thr = top.back().score, rest = ub[by_ub[next]];  // best bound among the unscored
+        if (std::isfinite(thr) && thr > rest + 1e-6 * (1.0 + std::abs(rest))) break;
+      }
     }
     if (cfg.n_refine > 0) {
       const int nt = std::min<int>(threads, static_cast<int>(top.size()));
@@ -306,7 +357,9 @@ struct Proposer {
     for (auto& t : top)
       if (!seen.count(key_of(t.x)) && (!out || t.score > out->score)) out = t;
     if (out) return out;
-    for (std::size_t o : order)  // every refined point was a repeat: best unseen raw candidate
+    score_chunk(nc);  // every refined point was a repeat: best unseen raw candidate, all scored exactly
+    build_order();
+    for (std::size_t o : order)
       if (!seen.count(key_of(cands[o].x))) return cands[o];
     return std::nullopt;
   }

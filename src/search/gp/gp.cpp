@@ -202,6 +202,37 @@ void GaussianProcess::predict(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, 
   var *= y_scale_ * y_scale_;
 }
 
+void GaussianProcess::predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var_upper,
+                                     int threads) const {
+  KT_CHECK(Xs.rows() == dim(), InvalidArgument, "GP predict_screen: points have ", Xs.rows(), " rows, expected ",
+           dim());
+  const Eigen::Index m = Xs.cols(), n = X_.cols();
+  mean.resize(m);
+  var_upper.resize(m);
+  const double s2 = kernel_.signal_variance();
+  if (n == 0) {
+    mean.setConstant(mean_ * y_scale_ + y_shift_);
+    var_upper.setConstant(s2 * y_scale_ * y_scale_);
+    return;
+  }
+  // Posterior variance given one training point i: s2 - k_i^2 / (K_ii + noise + jitter); conditioning on
+  // more points never increases it (exact GP algebra), so the minimum over i bounds the full posterior.
+  const double kii = s2 + noise_ + jitter_;
+  constexpr Eigen::Index kBlock = 128;
+  const Eigen::Index n_blocks = (m + kBlock - 1) / kBlock;
+  const int nt = static_cast<int>(std::min<Eigen::Index>(core::resolve_threads(threads), std::max<Eigen::Index>(n_blocks, 1)));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (Eigen::Index b = 0; b < n_blocks; ++b) {
+    const Eigen::Index c0 = b * kBlock, nc = std::min(kBlock, m - c0);
+    Eigen::MatrixXd Ks = kernel_.cross(X_, Xs.middleCols(c0, nc));
+    mean.segment(c0, nc) = (Ks.transpose() * alpha_).array() + mean_;
+    var_upper.segment(c0, nc) =
+        (s2 - Ks.cwiseAbs2().colwise().maxCoeff().array() / kii).max(kMinVar * s2).matrix().transpose();
+  }
+  mean = (mean.array() * y_scale_ + y_shift_).matrix();
+  var_upper *= y_scale_ * y_scale_;
+}
+
 void GaussianProcess::predict_one(const double* x, double& mean, double& var, double* dmean,
                                   double* dvar) const {
   const Eigen::Index n = X_.cols(), D = dim();
@@ -238,7 +269,7 @@ void GaussianProcess::predict_one(const double* x, double& mean, double& var, do
 }
 
 double GaussianProcess::log_marginal_likelihood(Eigen::VectorXd* grad, HyperPrior prior) const {
-  const Eigen::Index n = X_.cols(), D = dim(), nk = kernel_.n_params();
+  const Eigen::Index n = X_.cols(), nk = kernel_.n_params();
   double lml = 0.0;
   if (grad) grad->setZero(n_params());
   if (n > 0) {
@@ -258,6 +289,12 @@ double GaussianProcess::log_marginal_likelihood(Eigen::VectorXd* grad, HyperPrio
       (*grad)[nk + 1] = alpha_.sum();
     }
   }
+  add_log_prior(prior, lml, grad);
+  return lml;
+}
+
+void GaussianProcess::add_log_prior(HyperPrior prior, double& lml, Eigen::VectorXd* grad) const {
+  const Eigen::Index D = dim(), nk = kernel_.n_params();
   if (prior == HyperPrior::Optuna) {
     // Optuna 4.x default prior (optuna/_gp/prior.py), written for theta in log space.
     const Eigen::VectorXd& ls = kernel_.lengthscales();
@@ -274,6 +311,54 @@ double GaussianProcess::log_marginal_likelihood(Eigen::VectorXd* grad, HyperPrio
       (*grad)[nk] += 0.1 - 30.0 * noise_;
     }
   }
+}
+
+struct GaussianProcess::FitWorkspace {
+  Eigen::MatrixXd R2, E, K, G, Linv, W;
+};
+
+double GaussianProcess::fit_objective(FitWorkspace& ws, Eigen::VectorXd& grad, HyperPrior prior) {
+  const Eigen::Index n = X_.cols(), nk = kernel_.n_params();
+  grad.setZero(n_params());
+  double lml = 0.0;
+  if (n > 0) {
+    kernel_.gram_parts(X_, ws.R2, ws.E, ws.K, ws.G);
+    // As factorize(), but on the shared Gram matrix and in place in L_.
+    double jitter = 0.0;
+    const double scale = kernel_.signal_variance();
+    bool ok = false;
+    for (int attempt = 0; attempt < 10 && !ok; ++attempt) {
+      L_ = ws.K;
+      L_.diagonal().array() += noise_;
+      if (jitter > 0) L_.diagonal().array() += jitter;
+      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(L_);
+      if (llt.info() == Eigen::Success && L_.diagonal().allFinite() && (L_.diagonal().array() > 0).all()) {
+        ok = true;
+        jitter_ = jitter;
+      } else {
+        jitter = jitter == 0.0 ? 1e-10 * scale : jitter * 10.0;
+      }
+    }
+    if (!ok) KT_THROW(StateError, "GP Cholesky failed even with jitter ", jitter, " (noise ", noise_, ")");
+    L_.triangularView<Eigen::StrictlyUpper>().setZero();
+    Eigen::VectorXd r = y_.array() - mean_;
+    alpha_ = L_.triangularView<Eigen::Lower>().solve(r);
+    L_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
+    lml = -0.5 * r.dot(alpha_) - L_.diagonal().array().log().sum() - 0.5 * static_cast<double>(n) * kLog2Pi;
+    // Gradient as in log_marginal_likelihood(): W = alpha alpha^T - K^-1, contracted with dK/dtheta.
+    ws.Linv = L_;
+    invert_lower(ws.Linv);
+    ws.W.resize(n, n);
+    lower_gram(ws.Linv, ws.W);
+    for (Eigen::Index j = 0; j < n; ++j) {
+      for (Eigen::Index i = j; i < n; ++i) ws.W(i, j) = alpha_[i] * alpha_[j] - ws.W(i, j);
+      for (Eigen::Index i = 0; i < j; ++i) ws.W(i, j) = ws.W(j, i);
+    }
+    grad.head(nk) = 0.5 * kernel_.contract_gradients(X_, ws.W, ws.K, ws.G, ws.E);
+    grad[nk] = 0.5 * noise_ * ws.W.trace();
+    grad[nk + 1] = alpha_.sum();
+  }
+  add_log_prior(prior, lml, &grad);
   return lml;
 }
 
@@ -316,16 +401,17 @@ double GaussianProcess::fit_hyperparameters(const FitOptions& opt, Rng& rng) {
 
   double best_f = std::numeric_limits<double>::infinity();
   Eigen::VectorXd best_theta = starts.front();
+  FitWorkspace ws;
+  Eigen::VectorXd gl;
   auto objective = [&](const Eigen::VectorXd& theta, Eigen::VectorXd& g) -> double {
     set_params(theta);
+    double f = 0.0;
     try {
-      factorize();
+      f = -fit_objective(ws, gl, opt.prior);
     } catch (const StateError&) {
       g.setZero(np);
       return 1e300;
     }
-    Eigen::VectorXd gl;
-    double f = -log_marginal_likelihood(&gl, opt.prior);
     if (!std::isfinite(f) || !gl.allFinite()) {
       g.setZero(np);
       return 1e300;

@@ -151,6 +151,41 @@ Eigen::VectorXd Kernel::contract_gradients(const Eigen::MatrixXd& X, const Eigen
   return out;
 }
 
+void Kernel::gram_parts(const Eigen::MatrixXd& X, Eigen::MatrixXd& R2, Eigen::MatrixXd& E, Eigen::MatrixXd& K,
+                        Eigen::MatrixXd& G) const {
+  const Eigen::Index n = X.cols();
+  R2 = sq_dist(X, X);
+  R2 = (0.5 * (R2 + R2.transpose())).eval();  // exactly symmetric, as in gram()
+  R2.diagonal().setZero();
+  K.resize(n, n);
+  G.resize(n, n);
+  if (type_ == KernelType::RBF) {
+    K.array() = s2_ * (-0.5 * R2.array()).exp();
+    G = K;
+    return;
+  }
+  E.resize(n, n);
+  G.array() = R2.array().sqrt();                // R
+  E.array() = (-kSqrt5 * G.array()).exp();
+  K.array() = s2_ * (1.0 + kSqrt5 * G.array() + (5.0 / 3.0) * R2.array()) * E.array();
+  G.array() = (5.0 / 3.0) * (1.0 + kSqrt5 * G.array()) * (s2_ * E.array());
+}
+
+Eigen::VectorXd Kernel::contract_gradients(const Eigen::MatrixXd& X, const Eigen::MatrixXd& W, const Eigen::MatrixXd& K,
+                                           const Eigen::MatrixXd& G, Eigen::MatrixXd& V) const {
+  const Eigen::Index D = ls_.size();
+  Eigen::VectorXd out(D + 1);
+  V.resize(W.rows(), W.cols());
+  V.array() = W.array() * G.array();
+  const Eigen::VectorXd row = V.rowwise().sum();
+  for (Eigen::Index d = 0; d < D; ++d) {
+    const Eigen::VectorXd a = X.row(d).transpose() / ls_[d];
+    out[d] = 2.0 * a.cwiseAbs2().dot(row) - 2.0 * a.dot(V * a);
+  }
+  out[D] = (W.array() * K.array()).sum();
+  return out;
+}
+
 void Kernel::grad_x(const double* x, const double* y, double* g) const noexcept {
   double r2 = 0.0;
   for (Eigen::Index d = 0; d < ls_.size(); ++d) {

@@ -78,6 +78,11 @@ class GaussianProcess {
   /// Posterior mean and variance (of f, original scale) at the columns of Xs (D x m), O(n^2) per column.
   /// threads <= 0: all hardware threads.
   void predict(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var, int threads = 1) const;
+  /// Cheap first stage of candidate scoring, O(n) per point: the exact posterior mean and an upper bound on
+  /// the posterior variance (the variance given only the single most correlated training point, which can
+  /// only shrink as points are added). No triangular solves.
+  void predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var_upper,
+                      int threads = 1) const;
   /// Posterior at one point, with gradients of mean and variance w.r.t. x (each length D) if non-null.
   void predict_one(const double* x, double& mean, double& var, double* dmean = nullptr,
                    double* dvar = nullptr) const;
@@ -92,7 +97,11 @@ class GaussianProcess {
   double fit_hyperparameters(const FitOptions& opt, Rng& rng);
 
  private:
+  struct FitWorkspace;  // n x n buffers reused across the likelihood evaluations of one fit
   void factorize();
+  void add_log_prior(HyperPrior prior, double& lml, Eigen::VectorXd* grad) const;
+  // factorize() + log_marginal_likelihood(&grad, prior) sharing one kernel pass, in ws's buffers.
+  double fit_objective(FitWorkspace& ws, Eigen::VectorXd& grad, HyperPrior prior);
 
   Kernel kernel_;
   double noise_ = 1e-4;
