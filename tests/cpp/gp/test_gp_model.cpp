@@ -81,6 +81,32 @@ TEST_P(GPModel, PosteriorMatchesDenseSolve) {
   }
 }
 
+TEST_P(GPModel, ScreenGivesExactMeanAndVarianceUpperBound) {
+  Data d = make_data(3, 40, 5);
+  GaussianProcess gp = make_gp(GetParam(), d);
+  Data q = make_data(3, 300, 6);
+  q.X.col(7) = d.X.col(3);  // a training input: the bound is then tight up to the noise
+  Eigen::VectorXd mu, var, mu_s, var_ub;
+  gp.predict(q.X, mu, var, 1);
+  gp.predict_screen(q.X, mu_s, var_ub, 2);
+  EXPECT_LT((mu - mu_s).cwiseAbs().maxCoeff(), 1e-12 * (1 + mu.cwiseAbs().maxCoeff()));
+  const double ys2 = var.maxCoeff() * 1e-12;
+  int strict = 0;
+  for (Eigen::Index c = 0; c < q.X.cols(); ++c) {
+    EXPECT_GE(var_ub[c], var[c] - ys2) << c;
+    // Closed form of the single-point bound, on the original scale.
+    const Kernel& k = gp.kernel();
+    double kmax2 = 0;
+    for (Eigen::Index i = 0; i < d.X.cols(); ++i)
+      kmax2 = std::max(kmax2, std::pow(k(d.X.col(i).data(), q.X.col(c).data()), 2));
+    double ub_std = k.signal_variance() - kmax2 / (k.signal_variance() + gp.noise() + gp.jitter());
+    double scale2 = std::pow(gp.y_std(), 2);
+    EXPECT_NEAR(var_ub[c], ub_std * scale2, 1e-9 * scale2) << c;
+    strict += var_ub[c] > var[c] * (1 + 1e-6);
+  }
+  EXPECT_GT(strict, 100);  // a real bound, not the exact variance
+}
+
 TEST_P(GPModel, LogMarginalLikelihoodValueAndGradient) {
   Data d = make_data(3, 15, 4);
   GaussianProcess gp = make_gp(GetParam(), d);
