@@ -133,4 +133,4 @@ static void BM_GPAsk(benchmark::State& st) {
     benchmark::DoNotOptimize(g.ask(ctx, 1));
   }
 }
-BENCHMARK(BM_GPAsk)->Arg(50)->Arg(100)->Arg(200)->Arg(1000)->Arg(2000)->Arg(5000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GPAsk)->Arg(50)->Arg(100)->Arg(200)->Arg(201)->Arg(1000)->Arg(2000)->Arg(5000)->Unit(benchmark::kMillisecond);

@@ -350,10 +350,8 @@ double GaussianProcess::fit_objective(FitWorkspace& ws, Eigen::VectorXd& grad, H
     invert_lower(ws.Linv);
     ws.W.resize(n, n);
     lower_gram(ws.Linv, ws.W);
-    for (Eigen::Index j = 0; j < n; ++j) {
+    for (Eigen::Index j = 0; j < n; ++j)  // lower triangle only: all that contract_gradients() reads
       for (Eigen::Index i = j; i < n; ++i) ws.W(i, j) = alpha_[i] * alpha_[j] - ws.W(i, j);
-      for (Eigen::Index i = 0; i < j; ++i) ws.W(i, j) = ws.W(j, i);
-    }
     grad.head(nk) = 0.5 * kernel_.contract_gradients(X_, ws.W, ws.K, ws.G, ws.E);
     grad[nk] = 0.5 * noise_ * ws.W.trace();
     grad[nk + 1] = alpha_.sum();

@@ -155,34 +155,48 @@ void Kernel::gram_parts(const Eigen::MatrixXd& X, Eigen::MatrixXd& R2, Eigen::Ma
                         Eigen::MatrixXd& G) const {
   const Eigen::Index n = X.cols();
   R2 = sq_dist(X, X);
-  R2 = (0.5 * (R2 + R2.transpose())).eval();  // exactly symmetric, as in gram()
-  R2.diagonal().setZero();
-  K.resize(n, n);
-  G.resize(n, n);
-  if (type_ == KernelType::RBF) {
-    K.array() = s2_ * (-0.5 * R2.array()).exp();
-    G = K;
-    return;
+  for (Eigen::Matrix<double, -1, -1>* M : {&E, &K, &G})
+    if (M->rows() != n || M->cols() != n) M->setZero(n, n);  // upper triangles stay finite (never read)
+  // Lower triangles only, column segment by column segment (vectorised); entries equal gram()'s.
+  for (Eigen::Index j = 0; j < n; ++j) {
+    const Eigen::Index m = n - j;
+    auto r2 = R2.col(j).segment(j, m).array();
+    r2 = 0.5 * (r2 + R2.row(j).segment(j, m).transpose().array());  // exactly symmetric, as in gram()
+    r2[0] = 0.0;
+    auto k = K.col(j).segment(j, m).array();
+    auto g = G.col(j).segment(j, m).array();
+    if (type_ == KernelType::RBF) {
+      k = s2_ * (-0.5 * r2).exp();
+      g = k;
+      continue;
+    }
+    auto e = E.col(j).segment(j, m).array();
+    g = r2.sqrt();  // R
+    e = (-kSqrt5 * g).exp();
+    k = s2_ * (1.0 + kSqrt5 * g + (5.0 / 3.0) * r2) * e;
+    g = (5.0 / 3.0) * (1.0 + kSqrt5 * g) * (s2_ * e);
   }
-  E.resize(n, n);
-  G.array() = R2.array().sqrt();                // R
-  E.array() = (-kSqrt5 * G.array()).exp();
-  K.array() = s2_ * (1.0 + kSqrt5 * G.array() + (5.0 / 3.0) * R2.array()) * E.array();
-  G.array() = (5.0 / 3.0) * (1.0 + kSqrt5 * G.array()) * (s2_ * E.array());
 }
 
 Eigen::VectorXd Kernel::contract_gradients(const Eigen::MatrixXd& X, const Eigen::MatrixXd& W, const Eigen::MatrixXd& K,
                                            const Eigen::MatrixXd& G, Eigen::MatrixXd& V) const {
-  const Eigen::Index D = ls_.size();
+  const Eigen::Index D = ls_.size(), n = W.rows();
   Eigen::VectorXd out(D + 1);
-  V.resize(W.rows(), W.cols());
-  V.array() = W.array() * G.array();
-  const Eigen::VectorXd row = V.rowwise().sum();
+  if (V.rows() != n || V.cols() != n) V.setZero(n, n);
+  double wk = 0.0;
+  for (Eigen::Index j = 0; j < n; ++j) {
+    const Eigen::Index m = n - j;
+    V.col(j).segment(j, m).array() = W.col(j).segment(j, m).array() * G.col(j).segment(j, m).array();
+    wk += 2.0 * (W.col(j).segment(j, m).array() * K.col(j).segment(j, m).array()).sum() - W(j, j) * K(j, j);
+  }
+  const auto Vs = V.selfadjointView<Eigen::Lower>();
+  const Eigen::VectorXd row = Vs * Eigen::VectorXd::Ones(n);
   for (Eigen::Index d = 0; d < D; ++d) {
     const Eigen::VectorXd a = X.row(d).transpose() / ls_[d];
-    out[d] = 2.0 * a.cwiseAbs2().dot(row) - 2.0 * a.dot(V * a);
+    const Eigen::VectorXd Va = Vs * a;
+    out[d] = 2.0 * a.cwiseAbs2().dot(row) - 2.0 * a.dot(Va);
   }
-  out[D] = (W.array() * K.array()).sum();
+  out[D] = wk;
   return out;
 }
 

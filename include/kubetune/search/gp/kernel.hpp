@@ -45,11 +45,13 @@ class Kernel {
   /// sum_ij W_ij dK_ij/dtheta_j for every j, without forming the derivative matrices (O(n^2 D)).
   /// W must be symmetric n x n. This is what the marginal-likelihood gradient needs.
   Eigen::VectorXd contract_gradients(const Eigen::MatrixXd& X, const Eigen::MatrixXd& W) const;
-  /// Gram matrix K (bit-identical to gram()) and G = -2 s2 df/d(r^2) in one pass over the distances, into
-  /// caller-owned buffers (reused across likelihood evaluations); R2 and E are scratch.
+  /// Lower triangles of the Gram matrix K (entries equal to gram()'s) and of G = -2 s2 df/d(r^2), in one
+  /// pass over the distances, into caller-owned buffers reused across likelihood evaluations (R2 and E
+  /// are scratch; the upper triangles are not written).
   void gram_parts(const Eigen::MatrixXd& X, Eigen::MatrixXd& R2, Eigen::MatrixXd& E, Eigen::MatrixXd& K,
                   Eigen::MatrixXd& G) const;
-  /// contract_gradients() from gram_parts()' K and G; V is scratch (n x n).
+  /// contract_gradients() from gram_parts()' K and G, reading the lower triangles of W, K and G only;
+  /// V is scratch (n x n).
   Eigen::VectorXd contract_gradients(const Eigen::MatrixXd& X, const Eigen::MatrixXd& W, const Eigen::MatrixXd& K,
                                      const Eigen::MatrixXd& G, Eigen::MatrixXd& V) const;
   /// Gradient of k(x, y) with respect to x (length D) written to g.
