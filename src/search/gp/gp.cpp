@@ -224,10 +224,9 @@ void GaussianProcess::predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd&
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (Eigen::Index b = 0; b < n_blocks; ++b) {
     const Eigen::Index c0 = b * kBlock, nc = std::min(kBlock, m - c0);
-    Eigen::MatrixXd Ks = kernel_.cross(X_, Xs.middleCols(c0, nc));
-    mean.segment(c0, nc) = (Ks.transpose() * alpha_).array() + mean_;
-    var_upper.segment(c0, nc) =
-        (s2 - Ks.cwiseAbs2().colwise().maxCoeff().array() / kii).max(kMinVar * s2).matrix().transpose();
+    kernel_.cross_stats(X_, Xs.middleCols(c0, nc), alpha_, mean.data() + c0, var_upper.data() + c0);
+    mean.segment(c0, nc).array() += mean_;
+    var_upper.segment(c0, nc) = (s2 - var_upper.segment(c0, nc).array() / kii).max(kMinVar * s2).matrix();
   }
   mean = (mean.array() * y_scale_ + y_shift_).matrix();
   var_upper *= y_scale_ * y_scale_;

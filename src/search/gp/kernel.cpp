@@ -200,6 +200,27 @@ Eigen::VectorXd Kernel::contract_gradients(const Eigen::MatrixXd& X, const Eigen
   return out;
 }
 
+void Kernel::cross_stats(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B, const Eigen::VectorXd& w, double* dot,
+                         double* max2) const {
+  const Eigen::VectorXd inv_ls = ls_.cwiseInverse();
+  const Eigen::MatrixXd As = inv_ls.asDiagonal() * A, Bs = inv_ls.asDiagonal() * B;
+  const Eigen::ArrayXd a2 = As.colwise().squaredNorm().transpose().array();
+  const Eigen::ArrayXd b2 = Bs.colwise().squaredNorm().transpose().array();
+  const Eigen::MatrixXd AB = As.transpose() * Bs;
+  Eigen::ArrayXd r2(A.cols()), k(A.cols());
+  for (Eigen::Index j = 0; j < B.cols(); ++j) {
+    r2 = (a2 + b2[j] - 2.0 * AB.col(j).array()).max(0.0);
+    if (type_ == KernelType::RBF) {
+      k = s2_ * (-0.5 * r2).exp();
+    } else {
+      k = r2.sqrt();
+      k = s2_ * (1.0 + kSqrt5 * k + (5.0 / 3.0) * r2) * (-kSqrt5 * k).exp();
+    }
+    dot[j] = (k * w.array()).sum();
+    max2[j] = k.square().maxCoeff();
+  }
+}
+
 void Kernel::grad_x(const double* x, const double* y, double* g) const noexcept {
   double r2 = 0.0;
   for (Eigen::Index d = 0; d < ls_.size(); ++d) {

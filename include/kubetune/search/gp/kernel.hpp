@@ -54,6 +54,10 @@ class Kernel {
   /// V is scratch (n x n).
   Eigen::VectorXd contract_gradients(const Eigen::MatrixXd& X, const Eigen::MatrixXd& W, const Eigen::MatrixXd& K,
                                      const Eigen::MatrixXd& G, Eigen::MatrixXd& V) const;
+  /// For each column b_j of B: dot[j] = sum_i k(a_i, b_j) w_i and max2[j] = max_i k(a_i, b_j)^2, in one
+  /// fused pass per column (no nA x nB matrix is stored). w has A.cols() entries; dot/max2 B.cols().
+  void cross_stats(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B, const Eigen::VectorXd& w, double* dot,
+                   double* max2) const;
   /// Gradient of k(x, y) with respect to x (length D) written to g.
   void grad_x(const double* x, const double* y, double* g) const noexcept;
 
