@@ -32,10 +32,16 @@ for _name in ("RandomSearch", "GridSearch", "Sobol", "TPE", "GP", "Hyperband", "
         globals()[_name] = getattr(_native, _name)
 del _name
 
-from . import functions  # noqa: E402,F401
-from . import autoscale  # noqa: E402,F401
-from . import sched  # noqa: E402,F401
-from . import nas  # noqa: E402,F401
+# Submodules whose native part exists in this build (a developer build may hold a subset of modules,
+# see KUBETUNE_MODULES); a full build always has all four.
+if hasattr(_native, "functions"):
+    from . import functions  # noqa: E402,F401
+if hasattr(_native, "autoscale"):
+    from . import autoscale  # noqa: E402,F401
+if hasattr(_native, "sched"):
+    from . import sched  # noqa: E402,F401
+if hasattr(_native, "nas"):
+    from . import nas  # noqa: E402,F401
 
 __version__ = _native.__version__
 __all__ = sorted(n for n in dir() if not n.startswith("_"))

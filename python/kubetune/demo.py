@@ -12,6 +12,11 @@ def _section(title: str) -> None:
     print("=" * len(title))
 
 
+def _section_fn(kt, name: str):
+    mod = getattr(kt, name, None)  # absent only in developer builds of a module subset
+    return getattr(mod, "_demo", None)
+
+
 def main(argv: list[str] | None = None) -> int:
     import kubetune as kt
 
@@ -27,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     sections = [
         ("search", "Search: best value found per searcher on built-in benchmark functions", _demo_search.run),
         ("multifidelity", "Multi-fidelity search and early stopping", getattr(_demo_search, "run_multifidelity", None)),
-        ("autoscale", "Autoscaling: KPA vs HPA vs SLO sizing on one trace", kt.autoscale._demo),
-        ("sched", "GPU-sharing allocator: trace replay", kt.sched._demo),
-        ("nas", "DARTS architecture search on digits", kt.nas._demo),
+        ("autoscale", "Autoscaling: KPA vs HPA vs SLO sizing on one trace", _section_fn(kt, "autoscale")),
+        ("sched", "GPU-sharing allocator: trace replay", _section_fn(kt, "sched")),
+        ("nas", "DARTS architecture search on digits", _section_fn(kt, "nas")),
     ]
     for key, title, fn in sections:
         if fn is None or (only and key not in only):
