@@ -26,25 +26,6 @@ std::shared_ptr<GPSearcher> build_gp(const nlohmann::json& j) {
   return std::shared_ptr<GPSearcher>(static_cast<GPSearcher*>(s.release()));
 }
 
-// Katib algorithmSettings: a dict {name: value} or a list [{"name": ..., "value": ...}].
-nlohmann::json katib_settings(py::handle settings) {
-  nlohmann::json j = nlohmann::json::object();
-  if (!settings.is_none()) {
-    nlohmann::json in = py_to_json(settings);
-    if (in.is_array()) {
-      for (const auto& e : in) {
-        KT_CHECK(e.is_object() && e.contains("name"), InvalidArgument,
-                 "Katib settings list entries need 'name' and 'value', got ", e.dump());
-        j[e.at("name").get<std::string>()] = e.value("value", nlohmann::json());
-      }
-    } else {
-      KT_CHECK(in.is_object(), InvalidArgument, "Katib settings must be a dict or a list of {name, value}");
-      j = in;
-    }
-  }
-  j["type"] = "gp";
-  return j;
-}
 
 // (n, d) row-major array -> D x n column-major matrix (the same memory layout).
 Eigen::MatrixXd points(py::handle h, Eigen::Index dim, const char* what) {
@@ -116,7 +97,7 @@ void bind_gp(py::module_& m) {
            py::arg("fantasy") = "believer", py::arg("max_enumeration") = 64, py::arg("max_fit_points") = 400,
            py::arg("refit_scale") = 100,           py::arg("threads") = 0, py::arg("random_state") = py::none())
       .def_static(
-          "from_katib", [](py::handle s) { return build_gp(katib_settings(s)); }, py::arg("settings") = py::none(),
+          "from_katib", [](py::handle s) { return build_gp(katib_settings(s, "gp")); }, py::arg("settings") = py::none(),
           "Build from Katib algorithmSettings (base_estimator 'GP', n_initial_points, acq_func "
           "gp_hedge|LCB|EI|PI, acq_optimizer auto|sampling|lbfgs, random_state; values may be strings).");
 

@@ -18,25 +18,6 @@ namespace kubetune::python {
 namespace {
 using namespace kubetune::search;
 
-// Katib algorithmSettings as a dict {name: value} or a list [{"name": .., "value": ..}] -> JSON object.
-nlohmann::json katib_settings(py::handle h, const std::string& type) {
-  nlohmann::json j = nlohmann::json::object();
-  if (!h.is_none()) {
-    nlohmann::json in = py_to_json(h);
-    if (in.is_array()) {
-      for (const auto& e : in) {
-        KT_CHECK(e.is_object() && e.contains("name") && e.contains("value"), InvalidArgument,
-                 "Katib settings must be {name: value} or [{\"name\": .., \"value\": ..}], got ", e.dump());
-        j[e["name"].get<std::string>()] = e["value"];
-      }
-    } else {
-      KT_CHECK(in.is_object(), InvalidArgument, "Katib settings must be a dict or a list, got ", in.dump());
-      j = in;
-    }
-  }
-  j["type"] = type;
-  return j;
-}
 
 template <class T, class Base, class F>
 std::shared_ptr<T> build(F from_json, const nlohmann::json& j) {

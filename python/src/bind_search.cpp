@@ -22,25 +22,6 @@ using kubetune::search::Sobol;
 using kubetune::search::SobolSequence;
 using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-// Katib algorithmSettings: a dict {name: value} or a list [{"name": ..., "value": ...}].
-nlohmann::json katib_settings(py::handle settings, const char* type) {
-  nlohmann::json j = nlohmann::json::object();
-  if (!settings.is_none()) {
-    nlohmann::json in = py_to_json(settings);
-    if (in.is_array()) {
-      for (const auto& e : in) {
-        KT_CHECK(e.is_object() && e.contains("name"), InvalidArgument,
-                 "Katib settings list entries need 'name' and 'value', got ", e.dump());
-        j[e.at("name").get<std::string>()] = e.value("value", nlohmann::json());
-      }
-    } else {
-      KT_CHECK(in.is_object(), InvalidArgument, "Katib settings must be a dict or a list of {name, value}");
-      j = in;
-    }
-  }
-  j["type"] = type;
-  return j;
-}
 
 template <class T>
 std::shared_ptr<T> build(const nlohmann::json& j) {

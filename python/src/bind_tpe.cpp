@@ -19,22 +19,6 @@ std::shared_ptr<TPE> build_tpe(const nlohmann::json& j) {
   return std::make_shared<TPE>(TPEConfig::from_json(j));
 }
 
-// Katib algorithmSettings: a dict {name: value} or a list [{"name": ..., "value": ...}].
-nlohmann::json settings_json(py::handle settings) {
-  nlohmann::json j = nlohmann::json::object();
-  if (settings.is_none()) return j;
-  nlohmann::json in = py_to_json(settings);
-  if (in.is_array()) {
-    for (const auto& e : in) {
-      KT_CHECK(e.is_object() && e.contains("name"), InvalidArgument,
-               "Katib settings list entries need 'name' and 'value', got ", e.dump());
-      j[e.at("name").get<std::string>()] = e.value("value", nlohmann::json());
-    }
-    return j;
-  }
-  KT_CHECK(in.is_object(), InvalidArgument, "Katib settings must be a dict or a list of {name, value}");
-  return in;
-}
 
 constexpr const char* kDoc =
     "Tree-structured Parzen Estimator (Bergstra et al., NeurIPS 2011; Watanabe 2023), defaults as Optuna 4.x "
@@ -88,7 +72,7 @@ void bind_tpe(py::module_& m) {
       .def_static(
           "from_katib",
           [](py::handle settings, bool multivariate) {
-            nlohmann::json j = settings_json(settings);
+            nlohmann::json j = katib_settings(settings);
             if (multivariate && !j.contains("multivariate")) j["multivariate"] = true;
             return build_tpe(j);
           },

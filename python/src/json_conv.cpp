@@ -52,4 +52,24 @@ nlohmann::json py_to_json(py::handle h) {
            py::str(py::type::of(h).attr("__name__")).cast<std::string>(), " to JSON");
 }
 
+nlohmann::json katib_settings(py::handle settings, const std::string& type) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!settings.is_none()) {
+    nlohmann::json in = py_to_json(settings);
+    if (in.is_array()) {
+      for (const auto& e : in) {
+        KT_CHECK(e.is_object() && e.contains("name"), InvalidArgument,
+                 "Katib settings list entries need 'name' and 'value', got ", e.dump());
+        j[e.at("name").get<std::string>()] = e.value("value", nlohmann::json());
+      }
+    } else {
+      KT_CHECK(in.is_object(), InvalidArgument, "Katib settings must be a dict or a list of {name, value}, got ",
+               in.dump());
+      j = in;
+    }
+  }
+  if (!type.empty()) j["type"] = type;
+  return j;
+}
+
 }  // namespace kubetune::python
