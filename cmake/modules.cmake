@@ -38,6 +38,10 @@ function(kubetune_add_all_tests)
       else()
         target_link_libraries(kubetune_test_${name} PRIVATE kt_${name})
       endif()
+      # Searcher suites evaluate the built-in benchmark functions (search/functions.hpp).
+      if(name MATCHES "^(tpe|gp|multifidelity)$" AND TARGET kt_search)
+        target_link_libraries(kubetune_test_${name} PRIVATE kt_search)
+      endif()
       target_link_libraries(kubetune_test_${name} PRIVATE GTest::gtest GTest::gtest_main)
       target_compile_definitions(kubetune_test_${name} PRIVATE
         KT_SHARED_DATA_DIR="${PROJECT_SOURCE_DIR}/../shared/data" KT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

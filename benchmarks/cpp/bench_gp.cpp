@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include "kubetune/core/searcher.hpp"
+#include "kubetune/search/functions.hpp"
 #include "kubetune/search/gp/bayesopt.hpp"
 #include "kubetune/search/gp/gp.hpp"
 
@@ -13,19 +14,10 @@ using namespace kubetune;
 using namespace kubetune::search::gp;
 
 namespace {
+// Thin wrapper over the built-in benchmark function (kubetune/search/functions.hpp).
 double hartmann6(const std::vector<double>& x) {
-  static const double alpha[4] = {1.0, 1.2, 3.0, 3.2};
-  static const double A[4][6] = {{10, 3, 17, 3.5, 1.7, 8}, {0.05, 10, 17, 0.1, 8, 14},
-                                 {3, 3.5, 1.7, 10, 17, 8}, {17, 8, 0.05, 10, 0.1, 14}};
-  static const double P[4][6] = {{1312, 1696, 5569, 124, 8283, 5886}, {2329, 4135, 8307, 3736, 1004, 9991},
-                                 {2348, 1451, 3522, 2883, 3047, 6650}, {4047, 8828, 8732, 5743, 1091, 381}};
-  double s = 0;
-  for (int i = 0; i < 4; ++i) {
-    double e = 0;
-    for (int j = 0; j < 6; ++j) e += A[i][j] * (x[j] - 1e-4 * P[i][j]) * (x[j] - 1e-4 * P[i][j]);
-    s += alpha[i] * std::exp(-e);
-  }
-  return -s;
+  static const auto f = search::functions::get("hartmann6");
+  return f.evaluate(x);
 }
 
 SearchSpace space6() {

@@ -9,6 +9,7 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/study.hpp"
+#include "kubetune/search/functions.hpp"
 #include "kubetune/search/gp/bayesopt.hpp"
 #include "kubetune/search/registration.hpp"
 
@@ -17,24 +18,14 @@ using kubetune::search::gp::GPConfig;
 using kubetune::search::gp::GPSearcher;
 
 namespace {
+// Thin wrappers over the built-in benchmark functions (kubetune/search/functions.hpp).
 double branin(const std::vector<double>& x) {
-  const double a = 1, b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, r = 6, s = 10, t = 1 / (8 * M_PI);
-  double u = x[1] - b * x[0] * x[0] + c * x[0] - r;
-  return a * u * u + s * (1 - t) * std::cos(x[0]) + s;
+  static const auto f = search::functions::get("branin");
+  return f.evaluate(x);
 }
 double hartmann6(const std::vector<double>& x) {
-  static const double alpha[4] = {1.0, 1.2, 3.0, 3.2};
-  static const double A[4][6] = {{10, 3, 17, 3.5, 1.7, 8}, {0.05, 10, 17, 0.1, 8, 14},
-                                 {3, 3.5, 1.7, 10, 17, 8}, {17, 8, 0.05, 10, 0.1, 14}};
-  static const double P[4][6] = {{1312, 1696, 5569, 124, 8283, 5886}, {2329, 4135, 8307, 3736, 1004, 9991},
-                                 {2348, 1451, 3522, 2883, 3047, 6650}, {4047, 8828, 8732, 5743, 1091, 381}};
-  double s = 0;
-  for (int i = 0; i < 4; ++i) {
-    double e = 0;
-    for (int j = 0; j < 6; ++j) e += A[i][j] * (x[j] - 1e-4 * P[i][j]) * (x[j] - 1e-4 * P[i][j]);
-    s += alpha[i] * std::exp(-e);
-  }
-  return -s;
+  static const auto f = search::functions::get("hartmann6");
+  return f.evaluate(x);
 }
 SearchSpace branin_space() {
   SearchSpace s;
