@@ -395,43 +395,42 @@ std::int32_t change_in_period(double now, std::int32_t period, const std::vector
 }
 }  // namespace
 
-std::int32_t scale_up_limit(double now, std::int32_t current, const std::vector<HpaController::ScaleEvent>& up,
-                            const std::vector<HpaController::ScaleEvent>& down, const ScalingRules& rules) {
+namespace {
+// Upstream's behaviour limit: each policy proposes a bound from the replica count at the start of its period
+// (current minus the net change within it); selectPolicy Max takes the most permissive bound (largest when
+// scaling up, smallest when scaling down) and Min the most restrictive.
+template <class Propose>
+std::int32_t policy_limit(double now, std::int32_t current, const std::vector<HpaController::ScaleEvent>& up,
+                          const std::vector<HpaController::ScaleEvent>& down, const ScalingRules& rules,
+                          bool scaling_up, Propose propose) {
   if (rules.select_policy == SelectPolicy::kDisabled) return current;
-  const bool min_change = rules.select_policy == SelectPolicy::kMin;
-  std::int32_t result = min_change ? kMaxI32 : kMinI32;
+  const bool take_larger = (rules.select_policy == SelectPolicy::kMin) != scaling_up;
+  std::int32_t result = take_larger ? kMinI32 : kMaxI32;
   for (const ScalingPolicy& p : rules.policies) {
     const std::int32_t start = current - change_in_period(now, p.period_seconds, up) +
                                change_in_period(now, p.period_seconds, down);
-    std::int32_t proposed = 0;
-    if (p.type == PolicyType::kPods) {
-      proposed = start + p.value;
-    } else {
-      // Rounded up so that a percentage always allows at least one more pod.
-      proposed = static_cast<std::int32_t>(std::ceil(static_cast<double>(start) * (1.0 + p.value / 100.0)));
-    }
-    result = min_change ? std::min(result, proposed) : std::max(result, proposed);
+    const std::int32_t proposed = propose(p, start);
+    result = take_larger ? std::max(result, proposed) : std::min(result, proposed);
   }
   return result;
+}
+}  // namespace
+
+std::int32_t scale_up_limit(double now, std::int32_t current, const std::vector<HpaController::ScaleEvent>& up,
+                            const std::vector<HpaController::ScaleEvent>& down, const ScalingRules& rules) {
+  return policy_limit(now, current, up, down, rules, true, [](const ScalingPolicy& p, std::int32_t start) {
+    if (p.type == PolicyType::kPods) return start + p.value;
+    // Rounded up so that a percentage always allows at least one more pod.
+    return static_cast<std::int32_t>(std::ceil(static_cast<double>(start) * (1.0 + p.value / 100.0)));
+  });
 }
 
 std::int32_t scale_down_limit(double now, std::int32_t current, const std::vector<HpaController::ScaleEvent>& up,
                               const std::vector<HpaController::ScaleEvent>& down, const ScalingRules& rules) {
-  if (rules.select_policy == SelectPolicy::kDisabled) return current;
-  const bool min_change = rules.select_policy == SelectPolicy::kMin;
-  std::int32_t result = min_change ? kMinI32 : kMaxI32;
-  for (const ScalingPolicy& p : rules.policies) {
-    const std::int32_t start = current - change_in_period(now, p.period_seconds, up) +
-                               change_in_period(now, p.period_seconds, down);
-    std::int32_t proposed = 0;
-    if (p.type == PolicyType::kPods) {
-      proposed = start - p.value;
-    } else {
-      proposed = static_cast<std::int32_t>(static_cast<double>(start) * (1.0 - p.value / 100.0));
-    }
-    result = min_change ? std::max(result, proposed) : std::min(result, proposed);
-  }
-  return result;
+  return policy_limit(now, current, up, down, rules, false, [](const ScalingPolicy& p, std::int32_t start) {
+    if (p.type == PolicyType::kPods) return start - p.value;
+    return static_cast<std::int32_t>(static_cast<double>(start) * (1.0 - p.value / 100.0));
+  });
 }
 
 // ------------------------------------------------------------------------------------------- HpaController
