@@ -174,6 +174,22 @@ void GaussianProcess::add_observation(const Eigen::VectorXd& x, double y) {
   L_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
 }
 
+namespace {
+// Runs body(first_column, n_columns) over blocks of 128 candidate columns, in parallel with `threads`.
+template <class Body>
+void for_each_block(Eigen::Index m, int threads, Body body) {
+  constexpr Eigen::Index kBlock = 128;
+  const Eigen::Index n_blocks = (m + kBlock - 1) / kBlock;
+  const int nt = static_cast<int>(
+      std::min<Eigen::Index>(core::resolve_threads(threads), std::max<Eigen::Index>(n_blocks, 1)));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (Eigen::Index b = 0; b < n_blocks; ++b) {
+    const Eigen::Index c0 = b * kBlock;
+    body(c0, std::min(kBlock, m - c0));
+  }
+}
+}  // namespace
+
 void GaussianProcess::predict(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var,
                               int threads) const {
   KT_CHECK(Xs.rows() == dim(), InvalidArgument, "GP predict: points have ", Xs.rows(), " rows, expected ",
@@ -187,17 +203,12 @@ void GaussianProcess::predict(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, 
     var.setConstant(s2 * y_scale_ * y_scale_);
     return;
   }
-  constexpr Eigen::Index kBlock = 128;
-  const Eigen::Index n_blocks = (m + kBlock - 1) / kBlock;
-  const int nt = static_cast<int>(std::min<Eigen::Index>(core::resolve_threads(threads), std::max<Eigen::Index>(n_blocks, 1)));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-  for (Eigen::Index b = 0; b < n_blocks; ++b) {
-    const Eigen::Index c0 = b * kBlock, nc = std::min(kBlock, m - c0);
+  for_each_block(m, threads, [&](Eigen::Index c0, Eigen::Index nc) {
     Eigen::MatrixXd Ks = kernel_.cross(X_, Xs.middleCols(c0, nc));
     mean.segment(c0, nc) = (Ks.transpose() * alpha_).array() + mean_;
     L_.triangularView<Eigen::Lower>().solveInPlace(Ks);
     var.segment(c0, nc) = (s2 - Ks.colwise().squaredNorm().array()).max(kMinVar * s2).matrix().transpose();
-  }
+  });
   mean = (mean.array() * y_scale_ + y_shift_).matrix();
   var *= y_scale_ * y_scale_;
 }
@@ -218,16 +229,11 @@ void GaussianProcess::predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd&
   // Posterior variance given one training point i: s2 - k_i^2 / (K_ii + noise + jitter); conditioning on
   // more points never increases it (exact GP algebra), so the minimum over i bounds the full posterior.
   const double kii = s2 + noise_ + jitter_;
-  constexpr Eigen::Index kBlock = 128;
-  const Eigen::Index n_blocks = (m + kBlock - 1) / kBlock;
-  const int nt = static_cast<int>(std::min<Eigen::Index>(core::resolve_threads(threads), std::max<Eigen::Index>(n_blocks, 1)));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-  for (Eigen::Index b = 0; b < n_blocks; ++b) {
-    const Eigen::Index c0 = b * kBlock, nc = std::min(kBlock, m - c0);
+  for_each_block(m, threads, [&](Eigen::Index c0, Eigen::Index nc) {
     kernel_.cross_stats(X_, Xs.middleCols(c0, nc), alpha_, mean.data() + c0, var_upper.data() + c0);
     mean.segment(c0, nc).array() += mean_;
     var_upper.segment(c0, nc) = (s2 - var_upper.segment(c0, nc).array() / kii).max(kMinVar * s2).matrix();
-  }
+  });
   mean = (mean.array() * y_scale_ + y_shift_).matrix();
   var_upper *= y_scale_ * y_scale_;
 }
