@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/settings.hpp"
 
 namespace kubetune {
 namespace {
@@ -36,21 +37,6 @@ void unit_bounds(const Param& p, double& a, double& b) {
     a = lo;
     b = hi;
   }
-}
-
-double parse_number(const nlohmann::json& v, const std::string& where) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
-    const auto& s = v.get_ref<const std::string&>();
-    try {
-      std::size_t pos = 0;
-      double d = std::stod(s, &pos);
-      if (pos == s.size()) return d;
-    } catch (...) {
-    }
-    KT_THROW(InvalidArgument, where, ": '", s, "' is not a number");
-  }
-  KT_THROW(InvalidArgument, where, ": expected a number, got ", v.dump());
 }
 
 Distribution parse_distribution(const std::string& s, const std::string& name) {
@@ -550,14 +536,14 @@ SearchSpace SearchSpace::from_json(const nlohmann::json& j) {
     else if (t == "categorical") p.type = ParamType::Categorical;
     else KT_THROW(InvalidArgument, "parameter '", p.name, "': unknown type '", t, "'");
     if (p.is_numeric_range()) {
-      p.low = parse_number(e.at("low"), p.name + ".low");
-      p.high = parse_number(e.at("high"), p.name + ".high");
-      p.step = e.contains("step") ? parse_number(e["step"], p.name + ".step") : 0.0;
+      p.low = settings::parse_number(e.at("low"), p.name + ".low");
+      p.high = settings::parse_number(e.at("high"), p.name + ".high");
+      p.step = e.contains("step") ? settings::parse_number(e["step"], p.name + ".step") : 0.0;
       p.distribution = parse_distribution(e.value("distribution", std::string("uniform")), p.name);
-      if (e.contains("mu")) p.mu = parse_number(e["mu"], p.name + ".mu");
-      if (e.contains("sigma")) p.sigma = parse_number(e["sigma"], p.name + ".sigma");
+      if (e.contains("mu")) p.mu = settings::parse_number(e["mu"], p.name + ".mu");
+      if (e.contains("sigma")) p.sigma = settings::parse_number(e["sigma"], p.name + ".sigma");
     } else if (p.type == ParamType::Discrete) {
-      for (const auto& v : e.at("values")) p.values.push_back(parse_number(v, p.name + ".values"));
+      for (const auto& v : e.at("values")) p.values.push_back(settings::parse_number(v, p.name + ".values"));
     } else {
       p.choices = e.at("choices").get<std::vector<std::string>>();
     }
@@ -584,10 +570,10 @@ SearchSpace SearchSpace::from_katib(const nlohmann::json& parameters) {
       p.type = type == "double" ? ParamType::Double : ParamType::Int;
       KT_CHECK(fs.contains("min") && fs.contains("max"), InvalidArgument, "parameter '", name,
                "': feasibleSpace needs min and max");
-      p.low = parse_number(fs["min"], name + ".min");
-      p.high = parse_number(fs["max"], name + ".max");
+      p.low = settings::parse_number(fs["min"], name + ".min");
+      p.high = settings::parse_number(fs["max"], name + ".max");
       if (fs.contains("step") && !(fs["step"].is_string() && fs["step"].get<std::string>().empty()))
-        p.step = parse_number(fs["step"], name + ".step");
+        p.step = settings::parse_number(fs["step"], name + ".step");
       if (p.type == ParamType::Int && p.step == 0) p.step = 1;
       Distribution d = parse_distribution(dist, name);
       if (d == Distribution::LogUniform || d == Distribution::LogNormal) {
@@ -613,7 +599,7 @@ SearchSpace SearchSpace::from_katib(const nlohmann::json& parameters) {
       }
     } else if (type == "discrete") {
       std::vector<double> vals;
-      for (const auto& v : fs.at("list")) vals.push_back(parse_number(v, name + ".list"));
+      for (const auto& v : fs.at("list")) vals.push_back(settings::parse_number(v, name + ".list"));
       s.add_discrete(name, vals);
     } else if (type == "categorical") {
       std::vector<std::string> ch;

@@ -13,8 +13,8 @@
 
 namespace kubetune::settings {
 
-/// Number from 10, 10.5 or "10" (Katib passes every setting as a string); `key` names the setting.
-inline double number(const nlohmann::json& v, const std::string& key) {
+/// Number from 10, 10.5 or "10"; errors start with `what` (e.g. "setting 'eta'" or "lr.min").
+inline double parse_number(const nlohmann::json& v, const std::string& what) {
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) {
     const auto& s = v.get_ref<const std::string&>();
@@ -24,9 +24,14 @@ inline double number(const nlohmann::json& v, const std::string& key) {
       if (pos == s.size()) return d;
     } catch (...) {
     }
-    KT_THROW(InvalidArgument, "setting '", key, "': '", s, "' is not a number");
+    KT_THROW(InvalidArgument, what, ": '", s, "' is not a number");
   }
-  KT_THROW(InvalidArgument, "setting '", key, "': expected a number, got ", v.dump());
+  KT_THROW(InvalidArgument, what, ": expected a number, got ", v.dump());
+}
+
+/// Number from 10, 10.5 or "10" (Katib passes every setting as a string); `key` names the setting.
+inline double number(const nlohmann::json& v, const std::string& key) {
+  return parse_number(v, "setting '" + key + "'");
 }
 
 /// Integer from a JSON number or string; must be integral.
