@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/settings.hpp"
 #include "kubetune/core/parallel.hpp"
 #include "kubetune/search/parzen.hpp"
 
@@ -26,21 +27,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // ------------------------------------------------------------------ settings parsing (Katib sends strings)
 double as_number(const nlohmann::json& v, const std::string& key) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    std::size_t pos = 0;
-    double d = 0.0;
-    try {
-      d = std::stod(s, &pos);
-    } catch (...) {
-      pos = 0;
-    }
-    KT_CHECK(pos > 0 && pos == s.size(), InvalidArgument, "tpe: setting '", key, "' = \"", s,
-             "\" is not a number");
-    return d;
-  }
-  KT_THROW(InvalidArgument, "tpe: setting '", key, "' = ", v.dump(), " is not a number");
+  return settings::parse_number(v, "tpe: setting '" + key + "'");
 }
 
 std::size_t as_count(const nlohmann::json& v, const std::string& key) {
