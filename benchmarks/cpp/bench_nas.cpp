@@ -80,6 +80,17 @@ void BM_DartsStepCUDA_Paper(benchmark::State& state) {
 }
 BENCHMARK(BM_DartsStepCUDA_Paper)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
 
+void BM_DartsStepCUDA_Paper_SecondOrder(benchmark::State& state) {
+  if (!kubetune::device::cuda_available()) {
+    state.SkipWithError("no CUDA device (or built without CUDA)");
+    return;
+  }
+  Setup s = make(Device::CUDA, 8, 16, 64, 32, 3, true);
+  run_steps(state, s, Device::CUDA);
+  state.SetLabel("8 cells, C=16, batch 64, 32x32, second order");
+}
+BENCHMARK(BM_DartsStepCUDA_Paper_SecondOrder)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
 void BM_DartsStepCUDA_Reduced(benchmark::State& state) {
   if (!kubetune::device::cuda_available()) {
     state.SkipWithError("no CUDA device (or built without CUDA)");

@@ -16,7 +16,10 @@ import time
 
 import numpy as np
 
-import kubetune as kt
+try:
+    import kubetune as kt
+except ImportError:  # --torch-only runs without the extension (e.g. on a GPU machine it could not be built on)
+    kt = None
 
 PRIMITIVES = ["none", "max_pool_3x3", "avg_pool_3x3", "skip_connect", "sep_conv_3x3", "sep_conv_5x5",
               "dil_conv_3x3", "dil_conv_5x5"]
@@ -120,7 +123,8 @@ def build_torch_supernet(torch, C, layers, nodes, in_ch, classes, stem_mult=3):
 
 
 def time_steps(fn, steps, sync=lambda: None):
-    fn()  # warm-up
+    for _ in range(2):  # warm-up (memory pools, cuDNN autotuning)
+        fn()
     sync()
     walls, cpus = [], []
     for _ in range(steps):
@@ -138,7 +142,10 @@ def main() -> None:
     ap.add_argument("--paper", action="store_true", help="paper-size supernet: 8 cells, C=16, batch 64, 32x32, RGB")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--torch-only", action="store_true", help="time only PyTorch (compare with bench_nas)")
     args = ap.parse_args()
+    if kt is None and not args.torch_only:
+        ap.error("kubetune is not importable; build it or pass --torch-only")
     cells, C, batch, hw, in_ch = (8, 16, 64, 32, 3) if args.paper else (5, 8, 32, 28, 1)
     rng = np.random.default_rng(0)
     Xt = rng.standard_normal((batch, in_ch, hw, hw)).astype(np.float32)
@@ -148,14 +155,15 @@ def main() -> None:
     print(f"DARTS step ({cells} cells, C={C}, batch {batch}, {hw}x{hw}x{in_ch}, device {args.device}, "
           f"threads {args.threads}); median of {args.steps} steps")
     rows = []
-    kt.nas.set_num_threads(args.threads)
-    eng = kt.nas.DartsEngine(args.device, in_channels=in_ch, num_classes=10, channels=C, layers=cells,
-                             batch_size=batch, threads=args.threads)
-    if args.device == "cuda":
-        kt.nas.pool_reset_peak("cuda")
-    wall, cpu = time_steps(lambda: eng.step(Xt, yt, Xv, yv, 0.025), args.steps)
-    mem = kt.nas.pool_stats(args.device)["peak"] / 2**20
-    rows.append(("kubetune (C++)", wall, cpu, mem))
+    if not args.torch_only:
+        kt.nas.set_num_threads(args.threads)
+        eng = kt.nas.DartsEngine(args.device, in_channels=in_ch, num_classes=10, channels=C, layers=cells,
+                                 batch_size=batch, threads=args.threads)
+        if args.device == "cuda":
+            kt.nas.pool_reset_peak("cuda")
+        wall, cpu = time_steps(lambda: eng.step(Xt, yt, Xv, yv, 0.025), args.steps)
+        mem = kt.nas.pool_stats(args.device)["peak"] / 2**20
+        rows.append(("kubetune (C++)", wall, cpu, mem))
     try:
         import torch
     except ImportError:
@@ -165,6 +173,8 @@ def main() -> None:
         torch.manual_seed(0)
         torch.set_num_threads(args.threads)
         dev = torch.device(args.device)
+        if args.device == "cuda":
+            torch.backends.cudnn.benchmark = True  # as DARTS' train_search.py sets it
         net = build_torch_supernet(torch, C, cells, 4, in_ch, 10).to(dev)
         alphas = [net.alpha_normal, net.alpha_reduce]
         w_opt = torch.optim.SGD(net.weights(), lr=0.025, momentum=0.9, weight_decay=3e-4)
@@ -194,13 +204,17 @@ def main() -> None:
         wall, cpu = time_steps(torch_step, args.steps, sync)
         tmem = torch.cuda.max_memory_allocated() / 2**20 if args.device == "cuda" else float("nan")
         rows.append((f"PyTorch {torch.__version__} eager", wall, cpu, tmem))
-        print(f"weights: kubetune {eng.num_weights} (incl. 64-byte alignment padding), "
-              f"PyTorch {sum(p.numel() for p in net.weights())}")
-    print(f"{'engine':<28} {'wall s/step':>11} {'cpu s/step':>10} {'peak MiB':>9}")
+        nw = sum(p.numel() for p in net.weights())
+        if args.torch_only:
+            print(f"weights: PyTorch {nw}")
+        else:
+            print(f"weights: kubetune {eng.num_weights} (incl. 64-byte alignment padding), PyTorch {nw}")
+    print(f"{'engine':<28} {'wall ms/step':>12} {'cpu ms/step':>11} {'peak MiB':>9}")
     for name, w, c, m in rows:
-        print(f"{name:<28} {w:>11.3f} {c:>10.3f} {m:>9.1f}")
+        print(f"{name:<28} {1e3 * w:>12.2f} {1e3 * c:>11.2f} {m:>9.1f}")
     if len(rows) == 2:
-        print(f"speed-up (PyTorch / kubetune): wall {rows[1][1] / rows[0][1]:.2f}x, cpu {rows[1][2] / rows[0][2]:.2f}x")
+        print(f"speed-up (PyTorch / kubetune): wall {rows[1][1] / rows[0][1]:.2f}x, cpu {rows[1][2] / rows[0][2]:.2f}x"
+              + (f"; memory kubetune / PyTorch {rows[0][3] / rows[1][3]:.2f}x" if args.device == "cuda" else ""))
 
 
 if __name__ == "__main__":
