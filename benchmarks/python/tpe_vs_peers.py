@@ -194,6 +194,7 @@ def time_optuna(n, reps, multivariate):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--seed0", type=int, default=0, help="first seed (seeds seed0 .. seed0 + seeds - 1)")
     ap.add_argument("--budgets", type=int, nargs="+", default=[100, 300])
     ap.add_argument("--functions", nargs="+", default=list(FUNCTIONS))
     ap.add_argument("--methods", nargs="+", default=["kubetune", "kubetune-mv", "optuna", "optuna-mv", "hyperopt"])
@@ -223,7 +224,7 @@ def main(argv=None):
             for mname, run in ms.items():
                 bests = {b: [] for b in args.budgets}
                 t0 = time.perf_counter()
-                for seed in range(args.seeds):
+                for seed in range(args.seed0, args.seed0 + args.seeds):
                     ys = run(f, bounds, n, seed)
                     for b in args.budgets:
                         bests[b].append(float(np.min(ys[:b])))

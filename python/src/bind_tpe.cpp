@@ -8,12 +8,15 @@
 #include "bindings.hpp"
 #include "json_conv.hpp"
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/study.hpp"
+#include "kubetune/search/parzen.hpp"
 #include "kubetune/search/tpe.hpp"
 
 namespace kubetune::python {
 namespace {
 using kubetune::search::TPE;
 using kubetune::search::TPEConfig;
+using kubetune::search::ParzenEstimator;
 
 std::shared_ptr<TPE> build_tpe(const nlohmann::json& j) {
   return std::make_shared<TPE>(TPEConfig::from_json(j));
@@ -30,6 +33,56 @@ constexpr const char* kDoc =
 }  // namespace
 
 void bind_tpe(py::module_& m) {
+  // Inspection hooks (differential tests against other TPE implementations); not part of the public API.
+  py::class_<ParzenEstimator, std::shared_ptr<ParzenEstimator>>(m, "_ParzenEstimator",
+                                                                "A fitted Parzen estimator (model coordinates).")
+      .def_property_readonly("weights", [](const ParzenEstimator& e) { return e.weights(); })
+      .def_property_readonly("n_dims", &ParzenEstimator::n_dims)
+      .def_property_readonly("n_kernels", &ParzenEstimator::n_kernels)
+      .def("mus", [](const ParzenEstimator& e, std::size_t d) {
+        KT_CHECK(d < e.n_dims(), InvalidArgument, "dimension ", d, " out of range");
+        return std::vector<double>(e.mus(d), e.mus(d) + e.n_kernels());
+      }, py::arg("d"))
+      .def("sigmas", [](const ParzenEstimator& e, std::size_t d) {
+        KT_CHECK(d < e.n_dims(), InvalidArgument, "dimension ", d, " out of range");
+        return std::vector<double>(e.sigmas(d), e.sigmas(d) + e.n_kernels());
+      }, py::arg("d"))
+      .def("log_pdf", [](const ParzenEstimator& e, const std::vector<std::vector<double>>& pts) {
+        std::vector<double> out;
+        for (const auto& p : pts) {
+          KT_CHECK(p.size() == e.n_dims(), InvalidArgument, "point has ", p.size(), " values, expected ", e.n_dims());
+          out.push_back(e.log_pdf(p.data()));
+        }
+        return out;
+      }, py::arg("points"), "Log density (mass for discrete / categorical dimensions) of points in model coordinates.")
+      .def("sample", [](const ParzenEstimator& e, std::size_t m, std::uint64_t seed) {
+        kubetune::Rng rng(seed);
+        std::vector<double> flat(m * e.n_dims());
+        e.sample(rng, m, flat.data());
+        std::vector<std::vector<double>> out(m);
+        for (std::size_t r = 0; r < m; ++r)
+          out[r].assign(flat.begin() + static_cast<std::ptrdiff_t>(r * e.n_dims()),
+                        flat.begin() + static_cast<std::ptrdiff_t>((r + 1) * e.n_dims()));
+        return out;
+      }, py::arg("m"), py::arg("seed") = 0, "m points drawn from the mixture (model coordinates).");
+  m.def(
+      "_tpe_models",
+      [](const TPE& t, const kubetune::Study& s) {
+        std::vector<kubetune::Trial> trials = s.trials();
+        kubetune::Rng rng(0);
+        kubetune::SearchContext ctx{s.space(), trials, s.directions(), rng};
+        py::list out;
+        for (auto& gm : kubetune::search::tpe_models(ctx, t.settings())) {
+          py::dict d;
+          d["params"] = gm.params;
+          d["below"] = std::make_shared<ParzenEstimator>(std::move(gm.below));
+          d["above"] = std::make_shared<ParzenEstimator>(std::move(gm.above));
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("tpe"), py::arg("study"),
+      "The l(x) / g(x) models the next ask of `tpe` would fit on `study`'s history, one dict per group.");
   py::class_<TPE, Searcher, std::shared_ptr<TPE>>(m, "TPE", kDoc)
       .def(py::init([](std::size_t n_startup_trials, std::size_t n_ei_candidates, double gamma,
                        const std::string& gamma_rule, std::size_t gamma_max, double prior_weight,

@@ -75,6 +75,16 @@ void tpe_recency_weights(std::size_t n, std::size_t n_flat, double* out);
 std::size_t tpe_split(const SearchContext& ctx, const TPEConfig& cfg, std::vector<std::size_t>& below,
                       std::vector<std::size_t>& above);
 
+/// One group of parameters and the two densities an ask fits for it, in model coordinates (log for
+/// log-scaled parameters, the index for ordered lists and categories). For inspection and differential tests.
+struct TPEGroupModel {
+  std::vector<std::size_t> params;  ///< parameter indices, space order
+  ParzenEstimator below, above;     ///< l(x) and g(x)
+};
+/// The models the next ask would fit on ctx's history (before any in-batch constant liar), one per group.
+/// Empty while fewer than n_startup_trials trials are finished.
+std::vector<TPEGroupModel> tpe_models(const SearchContext& ctx, const TPEConfig& cfg);
+
 namespace detail {
 struct TPEWorkspace;
 }

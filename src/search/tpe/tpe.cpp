@@ -497,6 +497,52 @@ std::size_t tpe_split(const SearchContext& ctx, const TPEConfig& cfg, std::vecto
   return split_history(ctx, cfg, complete, pruned, below, above, nullptr, mark);
 }
 
+namespace {
+ParzenOptions parzen_options(const TPEConfig& cfg) {
+  ParzenOptions popt;
+  popt.prior_weight = cfg.prior_weight;
+  popt.magic_clip = cfg.consider_magic_clip;
+  popt.consider_endpoints = cfg.consider_endpoints;
+  // Univariate models always use neighbour widths; Scott's rule applies to joint (multivariate) models.
+  popt.bandwidth = cfg.multivariate ? cfg.bandwidth : ParzenBandwidth::Neighbour;
+  return popt;
+}
+}  // namespace
+
+std::vector<TPEGroupModel> tpe_models(const SearchContext& ctx, const TPEConfig& cfg) {
+  cfg.validate();
+  detail::TPEWorkspace ws;
+  ws.prepare(ctx.space, cfg);
+  const std::size_t n_fin =
+      split_history(ctx, cfg, ws.complete, ws.pruned, ws.below, ws.above, nullptr, ws.member);
+  std::vector<TPEGroupModel> out;
+  if (n_fin < cfg.n_startup_trials || ctx.space.size() == 0) return out;
+  const ParzenOptions popt = parzen_options(cfg);
+  std::vector<double> obs, wts;
+  // The plain gather of ask() (no sort cache): rows of the trials where the group's first parameter is active.
+  auto fit = [&](const detail::Group& g, const std::vector<std::size_t>& idx, ParzenEstimator& est) {
+    obs.clear();
+    std::size_t rows = 0;
+    for (std::size_t i : idx) {
+      const std::vector<double>& x = ctx.trials[i].x;
+      if (std::isnan(x[g.params[0]])) continue;
+      for (std::size_t p : g.params) obs.push_back(to_model(ws.pm[p], x[p]));
+      ++rows;
+    }
+    wts.resize(rows);
+    tpe_recency_weights(rows, cfg.n_flat_weights, wts.data());
+    est.fit(g.dims, obs.data(), rows, wts.data(), popt);
+  };
+  for (const detail::Group& g : ws.groups) {
+    TPEGroupModel gm;
+    gm.params = g.params;
+    fit(g, ws.below, gm.below);
+    fit(g, ws.above, gm.above);
+    out.push_back(std::move(gm));
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------ searcher
 TPE::TPE() : TPE(TPEConfig{}) {}
 TPE::TPE(TPEConfig c) : cfg_(std::move(c)), ws_(std::make_unique<detail::TPEWorkspace>()) { cfg_.validate(); }
@@ -554,12 +600,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   std::fill(ws.above_version.begin(), ws.above_version.end(), std::size_t(-1));
   ws.n_batch = 0;
   ws.batch.clear();
-  ParzenOptions popt;
-  popt.prior_weight = cfg_.prior_weight;
-  popt.magic_clip = cfg_.consider_magic_clip;
-  popt.consider_endpoints = cfg_.consider_endpoints;
-  // Univariate models always use neighbour widths; Scott's rule applies to joint (multivariate) models.
-  popt.bandwidth = cfg_.multivariate ? cfg_.bandwidth : ParzenBandwidth::Neighbour;
+  const ParzenOptions popt = parzen_options(cfg_);
 
   // Univariate models reuse the incrementally sorted history (see TPEWorkspace::sorted).
   const bool use_sort_cache = !cfg_.multivariate;
