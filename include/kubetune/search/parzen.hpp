@@ -55,8 +55,9 @@ struct ParzenOptions {
 class ParzenEstimator {
  public:
   /// Fit on `n` observations stored row-major (n x dims.size()); `weights` may be null (all ones).
-  /// `order` (optional, one-dimensional estimators): the observations' stable argsort (ascending value, ties
-  /// by row, -0 == +0), e.g. kept incrementally by the caller; it saves the sort and gives identical results.
+  /// `order` (optional, neighbour bandwidths): the observations' stable argsort (ascending value, ties by row,
+  /// -0 == +0), e.g. kept incrementally by the caller; it saves the sort and gives identical results. With
+  /// several dimensions: one argsort per dimension, dimension-major (d * n + j; categorical ones unused).
   /// Throws InvalidArgument on inconsistent dimensions or options.
   void fit(const std::vector<ParzenDim>& dims, const double* observations, std::size_t n, const double* weights,
            const ParzenOptions& options, const std::size_t* order = nullptr);

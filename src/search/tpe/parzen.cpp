@@ -557,7 +557,27 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       // (Bergstra et al. 2011; hyperopt's adaptive_parzen_normal; Optuna 5.x, which no longer counts the
       // prior's centre as a neighbour). Ties keep input order.
       const std::size_t* ord = nullptr;
-      if (!sorted1d_) {
+      if (!sorted1d_ && order) {
+        // Caller's argsort of this dimension: check it is the stable sorted permutation (ties by row).
+        // Anything else (e.g. out-of-range values tied by the clamp) falls back to sorting here.
+        ord = order + d * n;
+        seen_.assign(n, 0);
+        double prev = -kInf;
+        std::size_t prev_o = 0;
+        for (std::size_t j = 0; j < n && ord; ++j) {
+          const std::size_t o = ord[j];
+          if (!(o < n && !seen_[o])) {
+            ord = nullptr;
+            break;
+          }
+          seen_[o] = 1;
+          const double v = mu[o];
+          if (!(prev < v || (prev == v && o > prev_o))) ord = nullptr;
+          prev = v;
+          prev_o = o;
+        }
+      }
+      if (!sorted1d_ && !ord) {
         argsort(mu, n);
         ord = order_.data();
       }

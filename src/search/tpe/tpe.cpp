@@ -603,7 +603,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   const ParzenOptions popt = parzen_options(cfg_);
 
   // Univariate models reuse the incrementally sorted history (see TPEWorkspace::sorted).
-  const bool use_sort_cache = !cfg_.multivariate;
+  const bool use_sort_cache = true;
   const std::size_t m = cfg_.n_ei_candidates;
   constexpr std::size_t kNoRow = std::size_t(-1);
   const std::size_t N = trials.size();
@@ -633,10 +633,11 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
     if (use_sort_cache) ws.scr[static_cast<std::size_t>(t)].rowpos.assign(N, kNoRow);
 
   // Observations of group g (rows where it is active) from trials `idx` (+ in-batch liars). With
-  // want_order (univariate, above set), also their argsort in sc.order from the sort cache. Recency
+  // want_order (above set), also their argsort(s) in sc.order from the sort cache (want_order is cleared
+  // when the cache cannot give them). Recency
   // weights go to `wts` (recomputed only when the row count changes).
   auto gather = [&](detail::TPEWorkspace::Scratch& sc, const detail::Group& g, const std::vector<std::size_t>& idx,
-                    bool with_batch, bool want_order, std::vector<double>& wts) -> std::size_t {
+                    bool with_batch, bool& want_order, std::vector<double>& wts) -> std::size_t {
     const std::size_t first = g.params[0];
     sc.obs.clear();
     std::size_t rows = 0;
@@ -658,10 +659,32 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
         const std::vector<double>& x = trials[i].x;
         if (std::isnan(x[first])) continue;
         for (std::size_t p : g.params) sc.obs.push_back(to_model(ws.pm[p], x[p]));
+        if (want_order) sc.rowpos[i] = rows;
         ++rows;
       }
     }
-    if (want_order) {
+    if (want_order && g.params.size() > 1) {
+      // Joint group: one argsort per dimension from the sort cache (dimension-major, rows incl. in-batch
+      // liars, ties by row -- the stable argsort fit() would compute). Categorical dimensions need none.
+      const std::size_t dg = g.params.size();
+      std::size_t total = rows;
+      if (with_batch)
+        for (std::size_t b = 0; b < ws.n_batch; ++b)
+          if (!std::isnan(ws.batch[b * D + first])) ++total;
+      sc.order.resize(dg * total);
+      for (std::size_t q = 0; q < dg && want_order; ++q) {
+        const detail::ParamModel& pq = ws.pm[g.params[q]];
+        if (!detail::cacheable(pq)) continue;
+        std::size_t* o = sc.order.data() + q * total;
+        std::size_t cnt = 0;
+        for (const auto& e : ws.sorted[g.params[q]]) {
+          const std::size_t r = sc.rowpos[e.idx];
+          if (r != kNoRow && cnt < rows) o[cnt++] = r;
+        }
+        if (cnt != rows) want_order = false;  // malformed history (NaN inside an active group): plain sort
+      }
+    }
+    if (want_order && g.params.size() == 1) {
       // Above trials active in `first`, in sorted order (below trials keep kNoRow; inactive above trials
       // are not in the sorted list).
       sc.order.resize(rows);
@@ -673,11 +696,25 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       sc.order.resize(q);
     }
     if (with_batch) {
+      const std::size_t dg = g.params.size();
+      const std::size_t total = sc.order.size() / dg;
       for (std::size_t b = 0; b < ws.n_batch; ++b) {
         const double* x = ws.batch.data() + b * D;
         if (std::isnan(x[first])) continue;
         for (std::size_t p : g.params) sc.obs.push_back(to_model(ws.pm[p], x[p]));
-        if (want_order) {  // after equal values: its row is the largest so far
+        if (want_order && dg > 1) {  // per dimension, after equal values (its row is the largest so far)
+          for (std::size_t q = 0; q < dg; ++q) {
+            if (!detail::cacheable(ws.pm[g.params[q]])) continue;
+            std::size_t* o = sc.order.data() + q * total;
+            const double v = detail::model_value(ws.pm[g.params[q]], x[g.params[q]]);
+            std::size_t* it = std::upper_bound(o, o + rows, v, [&](double a, std::size_t r) {
+              double c = sc.obs[r * dg + q];
+              return a < (c == 0.0 ? 0.0 : c);
+            });
+            std::copy_backward(it, o + rows, o + rows + 1);
+            *it = rows;
+          }
+        } else if (want_order) {  // after equal values: its row is the largest so far
           const double v = detail::model_value(ws.pm[first], x[first]);
           auto it = std::upper_bound(sc.order.begin(), sc.order.end(), v, [&](double a, std::size_t r) {
             double b = sc.obs[r];
@@ -699,12 +736,14 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   auto fit_group = [&](detail::TPEWorkspace::Scratch& sc, std::size_t gi) {
     const detail::Group& g = ws.groups[gi];
     if (!ws.below_ok[gi]) {
-      std::size_t rows = gather(sc, g, ws.below, false, false, sc.wts);
+      bool no_order = false;
+      std::size_t rows = gather(sc, g, ws.below, false, no_order, sc.wts);
       ws.est_below[gi].fit(g.dims, sc.obs.data(), rows, sc.wts.data(), popt);
       ws.below_ok[gi] = 1;
     }
     if (ws.above_version[gi] != ws.n_batch) {
-      const bool want_order = use_sort_cache && g.params.size() == 1 && detail::cacheable(ws.pm[g.params[0]]);
+      bool want_order = use_sort_cache && popt.bandwidth == ParzenBandwidth::Neighbour &&
+                        (g.params.size() > 1 || detail::cacheable(ws.pm[g.params[0]]));
       std::size_t rows = gather(sc, g, ws.above, cfg_.constant_liar, want_order, sc.wts_above);
       ws.est_above[gi].fit(g.dims, sc.obs.data(), rows, sc.wts_above.data(), popt,
                            want_order ? sc.order.data() : nullptr);
