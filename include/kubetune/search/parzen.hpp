@@ -69,8 +69,9 @@ class ParzenEstimator {
   /// Normalised mixture weights (prior last).
   const std::vector<double>& weights() const noexcept { return w_; }
   /// Kernel centres / widths of dimension `d` (n_kernels() values each; categorical: observed index, -1 prior).
-  /// One-dimensional non-categorical univariate estimators store their observation kernels sorted by centre
-  /// (ties in input order); the prior kernel is always last.
+  /// One-dimensional non-categorical estimators, and joint ones with >= 64 observations whose first dimension
+  /// is not categorical, store their observation kernels sorted by (first) centre, ties in input order; the
+  /// prior kernel is always last.
   const double* mus(std::size_t d) const noexcept { return mu_.data() + d * k_; }
   const double* sigmas(std::size_t d) const noexcept { return sigma_.data() + d * k_; }
 
@@ -83,7 +84,9 @@ class ParzenEstimator {
   double log_pdf(const double* x) const;
 
  private:
-  bool approx_one(const double* x, double* acc, double* slo, double* shi) const;
+  bool approx_range(const double* x, std::size_t k0, std::size_t k1, double* acc, double* slo, double* shi) const;
+  void permute_by_dim0();
+  double log_pdf_window(const double* x) const;
   double exact_term(const double* x, std::size_t k, double approx) const;
   void fit_sorted1d(const double* obs, std::size_t n, const ParzenOptions& opt, const std::size_t* order);
   void update_lzsum(std::size_t k) const;
@@ -121,6 +124,10 @@ class ParzenEstimator {
   double prev1d_lo_ = 0.0, prev1d_hi_ = 0.0;
   std::vector<double> prev_mu_, prev_sg_, prev_lz_;
   std::vector<char> prev_kn_;
+  // Joint estimators with many kernels: observation kernels sorted by dimension 0 (win_perm_: input index
+  // of each), sample_pos_ maps an input index to its position; tmax_ / sig_max_ bound the window.
+  bool win_ = false;
+  std::vector<std::size_t> win_perm_, sample_pos_;
   bool cat1d_ = false;            // one categorical dimension: log masses per choice in cat1d_lp_
   std::vector<double> cat1d_lp_;
   double tmax_ = 0.0, sig_max_ = 0.0;

@@ -26,6 +26,9 @@ constexpr double kSqrt2Pi = 2.50662827463100050242;
 constexpr double kCut = 40.0;
 // Below this much work (candidates x kernels x dims) log_pdf stays on one thread.
 constexpr std::size_t kParallelWork = std::size_t{1} << 17;
+// Joint estimators with at least this many observations keep their kernels sorted by dimension 0 and
+// evaluate only the window of kernels that can matter (see log_pdf_window).
+constexpr std::size_t kWindowMin = 64;
 // Optuna's EPS for bandwidths when magic clip is off.
 constexpr double kMinSigma = 1e-12;
 
@@ -479,6 +482,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     return;
   }
   prev1d_ok_ = false;
+  win_ = D > 1 && n >= kWindowMin && dims[0].kind != ParzenDim::Kind::Categorical;
   double run = 0.0;
   for (std::size_t k = 0; k < k_; ++k) {
     run += w_[k];
@@ -586,6 +590,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
         if (j == n + 1) return hi_e;
         return mu[ord ? ord[j - 1] : j - 1];
       };
+      if (win_ && d == 0) win_perm_.assign(ord, ord + n);
       for (std::size_t j = 0; j < n; ++j) {
         const double left = at(j + 1) - at(j), right = at(j + 2) - at(j + 1);
         double sig = std::max(left, right);
@@ -639,6 +644,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       sig_max_ = sig_max;
     }
   }
+  if (win_) permute_by_dim0();
   kernel_known_.resize(k_);
   lzsum_.resize(k_);
   for (std::size_t k = 0; k < k_; ++k) {
@@ -741,6 +747,7 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
   cat_prior_.assign(1, 0.0);
   has_discrete_ = disc;
   cat1d_ = false;
+  win_ = false;
 
   double* sg = sigma_.data();
   double* inv = inv_sigma_.data();
@@ -841,6 +848,103 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
   prev1d_hi_ = hi_e;
 }
 
+// Reorder the observation kernels by their centre in dimension 0 (stable; the prior stays last), so that
+// the kernels near a point in that dimension are contiguous; sampling keeps the input order (sample_pos_).
+// Then the window bounds: tmax_ bounds every observation kernel's log term without its dimension-0
+// distance, sig_max_ is the widest dimension-0 kernel.
+void ParzenEstimator::permute_by_dim0() {
+  const std::size_t n = k_ - 1;
+  const std::size_t D = dims_.size();
+  if (win_perm_.size() != n) {  // Scott widths: no argsort was needed for the widths
+    argsort(mu_.data(), n);
+    win_perm_.assign(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  const std::size_t* perm = win_perm_.data();
+  sample_pos_.resize(n);
+  for (std::size_t j = 0; j < n; ++j) sample_pos_[perm[j]] = j;
+  std::vector<double>& tmp = terms_;
+  tmp.resize(k_);
+  auto apply = [&](std::vector<double>& a, std::size_t off) {
+    double* v = a.data() + off;
+    for (std::size_t j = 0; j < n; ++j) tmp[j] = v[perm[j]];
+    std::copy(tmp.begin(), tmp.begin() + static_cast<std::ptrdiff_t>(n), v);
+  };
+  apply(w_, 0);
+  apply(lw_, 0);
+  for (std::size_t d = 0; d < D; ++d) {
+    const std::size_t off = d * k_;
+    apply(mu_, off);
+    apply(sigma_, off);
+    apply(inv_sigma_, off);
+    apply(cst_, off);
+    apply(half_, off);
+    apply(lz_, off);
+    apply(ub_, off);
+    char* kn = known_.data() + off;
+    seen_.resize(n);
+    for (std::size_t j = 0; j < n; ++j) seen_[j] = kn[perm[j]];
+    std::copy(seen_.begin(), seen_.begin() + static_cast<std::ptrdiff_t>(n), kn);
+  }
+  // Upper bound of kernel k's log term, all distances but dimension 0's dropped: lw + sum_d (cst + ub)
+  // (Discrete: the bin mass <= step * peak density = exp(cst)); categorical: the larger smoothed mass.
+  double tmax = -kInf, sig_max = 0.0;
+  double cat_bound = 0.0;
+  for (std::size_t d = 0; d < D; ++d)
+    if (dims_[d].kind == ParzenDim::Kind::Categorical) cat_bound += std::max(cat_hit_[d], cat_miss_[d]);
+  for (std::size_t k = 0; k < n; ++k) {
+    double t = lw_[k] + cat_bound;
+    for (std::size_t d = 0; d < D; ++d)
+      if (dims_[d].kind != ParzenDim::Kind::Categorical) t += cst_[d * k_ + k] + ub_[d * k_ + k];
+    tmax = std::max(tmax, t);
+    sig_max = std::max(sig_max, sigma_[k]);
+  }
+  tmax_ = tmax;
+  sig_max_ = sig_max;
+}
+
+// Joint estimator, kernels sorted by dimension 0: the exact prior term gives a lower bound L of the largest
+// term; kernels farther than sig_max * sqrt(2 (tmax - L + kCut)) from the point in dimension 0 (plus half
+// a step for a discrete one) are kCut nats below it and skipped; the rest as in log_pdf's three passes.
+double ParzenEstimator::log_pdf_window(const double* x) const {
+  const std::size_t n = k_ - 1;
+  double* acc = acc_.data();
+  double* slo = slo_.data();
+  double* shi = shi_.data();
+  if (!approx_range(x, n, k_, acc, slo, shi)) return -kInf;
+  const double t_prior = exact_term(x, n, acc[0]);  // the prior's log Z is always known
+  const ParzenDim& p0 = dims_[0];
+  const bool disc0 = p0.kind == ParzenDim::Kind::Discrete;
+  const double x0 = disc0 ? std::round((x[0] - p0.low) / p0.step) * p0.step + p0.low : x[0];
+  const double gap = tmax_ - t_prior + kCut;
+  if (!(gap > 0.0)) return t_prior;
+  const double R = sig_max_ * std::sqrt(2.0 * gap) + (disc0 ? 0.5 * p0.step : 0.0);
+  const double* mu0 = mu_.data();
+  const std::size_t lo = static_cast<std::size_t>(std::lower_bound(mu0, mu0 + n, x0 - R) - mu0);
+  const std::size_t hi = static_cast<std::size_t>(std::upper_bound(mu0 + lo, mu0 + n, x0 + R) - mu0);
+  const std::size_t w = hi - lo;
+  if (w == 0) return t_prior;
+  approx_range(x, lo, hi, acc, slo, shi);
+  double L = t_prior;
+  for (std::size_t j = 0; j < w; ++j) L = std::max(L, acc[j] - slo[j]);
+  const double thr = L - kCut;
+  double M = t_prior;
+  for (std::size_t j = 0; j < w; ++j) {
+    const std::size_t k = lo + j;
+    if (acc[j] + shi[j] < thr) {
+      acc[j] = -kInf;
+      continue;
+    }
+    if (!kernel_known_[k]) resolve_log_z(k);
+    acc[j] = exact_term(x, k, acc[j]);
+    M = std::max(M, acc[j]);
+  }
+  const double cut = M - kCut;
+  double sum = exp_nonpositive(t_prior - M);
+  for (std::size_t j = 0; j < w; ++j)
+    if (acc[j] >= cut) sum += exp_nonpositive(acc[j] - M);
+  return M + std::log(sum);
+}
+
 void ParzenEstimator::update_lzsum(std::size_t k) const {
   double sum = 0.0;
   for (std::size_t d = 0; d < dims_.size(); ++d) sum += lz_[d * k_ + k];
@@ -883,6 +987,7 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out) const {
     double u = rng.uniform();
     std::size_t k = static_cast<std::size_t>(std::upper_bound(cum_w_.begin(), cum_w_.end(), u) - cum_w_.begin());
     if (k >= k_) k = k_ - 1;
+    if (win_ && k < n) k = sample_pos_[k];  // cum_w_ is in input order
     for (std::size_t d = 0; d < D; ++d) {
       const ParzenDim& pd = dims_[d];
       double mu = mu_[d * k_ + k], sg = sigma_[d * k_ + k];
@@ -916,10 +1021,12 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out) const {
 }
 
 // ------------------------------------------------------------------------------------------ log_pdf
-bool ParzenEstimator::approx_one(const double* x, double* acc, double* slo, double* shi) const {
+bool ParzenEstimator::approx_range(const double* x, std::size_t k0, std::size_t k1, double* acc, double* slo,
+                                   double* shi) const {
   const std::size_t D = dims_.size();
   const std::size_t K = k_;
   const std::size_t n = K - 1;
+  const std::size_t w = k1 - k0;
   for (std::size_t d = 0; d < D; ++d) {
     const ParzenDim& pd = dims_[d];
     double v = x[d];
@@ -931,35 +1038,36 @@ bool ParzenEstimator::approx_one(const double* x, double* acc, double* slo, doub
       return false;
     }
   }
-  std::copy(lw_.data(), lw_.data() + K, acc);
-  std::fill(slo, slo + K, 0.0);
-  std::fill(shi, shi + K, 0.0);
+  std::copy(lw_.data() + k0, lw_.data() + k1, acc);
+  std::fill(slo, slo + w, 0.0);
+  std::fill(shi, shi + w, 0.0);
   for (std::size_t d = 0; d < D; ++d) {
     const ParzenDim& pd = dims_[d];
     const double v = x[d];
-    const double* mu = mu_.data() + d * K;
+    const double* mu = mu_.data() + d * K + k0;
     if (pd.kind == ParzenDim::Kind::Categorical) {
       const double hit = cat_hit_[d], miss = cat_miss_[d];
       const double c = std::floor(v);
-      for (std::size_t k = 0; k < n; ++k) acc[k] += mu[k] == c ? hit : miss;
-      acc[n] += cat_prior_[d];
+      const std::size_t wo = std::min(k1, n) > k0 ? std::min(k1, n) - k0 : 0;  // observation kernels
+      for (std::size_t j = 0; j < wo; ++j) acc[j] += mu[j] == c ? hit : miss;
+      if (k1 > n) acc[n - k0] += cat_prior_[d];
       continue;
     }
-    const double* inv = inv_sigma_.data() + d * K;
-    const double* cst = cst_.data() + d * K;
-    const double* ub = ub_.data() + d * K;
+    const double* inv = inv_sigma_.data() + d * K + k0;
+    const double* cst = cst_.data() + d * K + k0;
+    const double* ub = ub_.data() + d * K + k0;
     if (pd.kind == ParzenDim::Kind::Continuous) {
-      window_kernels().acc_cont(v, mu, inv, cst, ub, acc, shi, K);
+      window_kernels().acc_cont(v, mu, inv, cst, ub, acc, shi, w);
     } else {
       // Midpoint approximation of the bin's log mass; its error is within |z| h + h^2 / 2 either way.
-      const double* half = half_.data() + d * K;
+      const double* half = half_.data() + d * K + k0;
       const double g = std::round((v - pd.low) / pd.step) * pd.step + pd.low;  // v's bin
-      for (std::size_t k = 0; k < K; ++k) {
-        const double z = (g - mu[k]) * inv[k];
-        const double e = std::abs(z) * half[k] + 0.5 * half[k] * half[k];
-        acc[k] += cst[k] - 0.5 * z * z;
-        slo[k] += e;
-        shi[k] += e + ub[k];
+      for (std::size_t j = 0; j < w; ++j) {
+        const double z = (g - mu[j]) * inv[j];
+        const double e = std::abs(z) * half[j] + 0.5 * half[j] * half[j];
+        acc[j] += cst[j] - 0.5 * z * z;
+        slo[j] += e;
+        shi[j] += e + ub[j];
       }
     }
   }
@@ -1104,6 +1212,16 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
   }
   const std::size_t D = dims_.size();
   const std::size_t K = k_;
+  if (win_) {
+    // Windowed joint evaluation: few kernels per point, one thread (results do not depend on n_threads).
+    if (acc_.size() < K) {
+      acc_.resize(K);
+      slo_.resize(K);
+      shi_.resize(K);
+    }
+    for (std::size_t r = 0; r < m; ++r) out[r] = log_pdf_window(x + r * D);
+    return;
+  }
   int nt = core::resolve_threads(n_threads);
   if (m * K * D < kParallelWork) nt = 1;
   nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(nt), m));
@@ -1119,7 +1237,8 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
 #endif
   for (long long r = 0; r < mm; ++r) {
     const std::size_t o = static_cast<std::size_t>(r) * K;
-    bool in = approx_one(x + static_cast<std::size_t>(r) * D, acc_.data() + o, slo_.data() + o, shi_.data() + o);
+    bool in = approx_range(x + static_cast<std::size_t>(r) * D, 0, K, acc_.data() + o, slo_.data() + o,
+                           shi_.data() + o);
     double L = -kInf;
     if (in)
       for (std::size_t k = 0; k < K; ++k) L = std::max(L, acc_[o + k] - slo_[o + k]);

@@ -433,3 +433,58 @@ TEST(Parzen, RefitReusesNothingThatChangesResults) {
     for (double x : xs) ASSERT_EQ(fresh.log_pdf(&x), reused.log_pdf(&x)) << "n=" << n << " x=" << x;
   }
 }
+
+TEST(Parzen, WindowedJointModelMatchesDirectSum) {
+  // Joint estimators with >= 64 observations keep their kernels sorted by dimension 0 and evaluate only the
+  // kernels near a point in that dimension; reference: the plain weighted sum over all kernels of the
+  // continuous densities, discrete bin masses and smoothed categorical masses, with recency-like weights.
+  auto pdf = [](double z) { return std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI); };
+  for (int first_discrete = 0; first_discrete < 2; ++first_discrete) {
+    Rng rng(40 + first_discrete);
+    const std::size_t n = 300;
+    std::vector<ParzenDim> dims = {ParzenDim::continuous(-2.0, 5.0), ParzenDim::discrete(0.0, 20.0, 1.0),
+                                   ParzenDim::categorical(3)};
+    if (first_discrete) std::swap(dims[0], dims[1]);
+    std::vector<double> obs(3 * n), w(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (int d = 0; d < 3; ++d) {
+        const ParzenDim& p = dims[d];
+        obs[3 * i + d] = p.kind == ParzenDim::Kind::Continuous ? rng.uniform(-2.0, 5.0)
+                         : p.kind == ParzenDim::Kind::Discrete ? static_cast<double>(rng.below(21))
+                                                                : static_cast<double>(rng.below(3));
+      }
+      w[i] = 0.05 + static_cast<double>(i) / n;
+    }
+    ParzenEstimator e;
+    e.fit(dims, obs.data(), n, w.data(), {});
+    // Stored order: observation kernels sorted by their dimension-0 centre, prior last.
+    for (std::size_t k = 1; k + 1 < e.n_kernels(); ++k) ASSERT_LE(e.mus(0)[k - 1], e.mus(0)[k]);
+    const double C = 3.0, a = 1.0 / static_cast<double>(e.n_kernels());
+    for (int r = 0; r < 60; ++r) {
+      double x[3];
+      std::vector<double> tmp(3);
+      e.sample(rng, 1, tmp.data());  // points where the density matters, plus uniform ones
+      for (int d = 0; d < 3; ++d) x[d] = tmp[d];
+      if (r % 2) x[first_discrete ? 1 : 0] = rng.uniform(-2.0, 5.0);
+      double ref = 0.0;
+      for (std::size_t k = 0; k < e.n_kernels(); ++k) {
+        const bool prior = k + 1 == e.n_kernels();
+        double term = e.weights()[k];
+        for (int d = 0; d < 3; ++d) {
+          const ParzenDim& p = dims[d];
+          const double mu = e.mus(d)[k], sg = e.sigmas(d)[k];
+          if (p.kind == ParzenDim::Kind::Categorical) {
+            term *= prior ? 1.0 / C : (x[d] == mu ? (a + 1.0) : a) / (a * C + 1.0);
+          } else if (p.kind == ParzenDim::Kind::Continuous) {
+            term *= pdf((x[d] - mu) / sg) / sg / (normal_cdf((5.0 - mu) / sg) - normal_cdf((-2.0 - mu) / sg));
+          } else {
+            term *= (normal_cdf((x[d] + 0.5 - mu) / sg) - normal_cdf((x[d] - 0.5 - mu) / sg)) /
+                    (normal_cdf((20.5 - mu) / sg) - normal_cdf((-0.5 - mu) / sg));
+          }
+        }
+        ref += term;
+      }
+      EXPECT_NEAR(e.log_pdf(x), std::log(ref), 1e-10) << "first_discrete=" << first_discrete << " r=" << r;
+    }
+  }
+}
