@@ -85,7 +85,8 @@ class ParzenEstimator {
 
  private:
   bool approx_range(const double* x, std::size_t k0, std::size_t k1, double* acc, double* slo, double* shi) const;
-  void permute_by_dim0();
+  void window_bounds();
+  void build_cum_weights() const;
   double log_pdf_window(const double* x) const;
   double exact_term(const double* x, std::size_t k, double approx) const;
   void fit_sorted1d(const double* obs, std::size_t n, const ParzenOptions& opt, const std::size_t* order);
@@ -127,7 +128,9 @@ class ParzenEstimator {
   // Joint estimators with many kernels: observation kernels sorted by dimension 0 (win_perm_: input index
   // of each), sample_pos_ maps an input index to its position; tmax_ / sig_max_ bound the window.
   bool win_ = false;
-  std::vector<std::size_t> win_perm_, sample_pos_;
+  bool window_input_ = false;  // fit() is running on the reordered rows
+  std::vector<std::size_t> win_perm_, sample_pos_, win_order_;
+  std::vector<double> win_obs_, win_w_;
   bool cat1d_ = false;            // one categorical dimension: log masses per choice in cat1d_lp_
   std::vector<double> cat1d_lp_;
   double tmax_ = 0.0, sig_max_ = 0.0;

@@ -429,6 +429,71 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
         break;
     }
   }
+  if (!window_input_ && dims.size() > 1 && n >= kWindowMin && dims[0].kind != ParzenDim::Kind::Categorical) {
+    // Windowed joint estimator: fit on the rows reordered by their dimension-0 value (stable, ties by row), so
+    // the kernels come out sorted; win_perm_ keeps each kernel's input row, sample_pos_ the inverse.
+    const std::size_t D = dims.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t d = 0; d < D; ++d)
+        KT_CHECK(std::isfinite(obs[i * D + d]), InvalidArgument, "parzen: observation ", i, " of dimension ", d,
+                 " = ", obs[i * D + d], " is not finite");
+      if (weights)
+        KT_CHECK(std::isfinite(weights[i]) && weights[i] >= 0.0, InvalidArgument, "parzen: weight ", i, " = ",
+                 weights[i], " must be finite and >= 0");
+    }
+    const ParzenDim& p0 = dims[0];
+    const double s0 = p0.kind == ParzenDim::Kind::Discrete ? p0.step : 0.0;
+    const double lo0 = p0.low - 0.5 * s0, hi0 = p0.high + 0.5 * s0;
+    std::vector<double>& col = win_w_;  // scratch: clamped dimension-0 values (as fit's centres)
+    col.resize(n);
+    for (std::size_t i = 0; i < n; ++i) col[i] = std::clamp(obs[i * D], lo0, hi0);
+    const std::size_t* src = order;
+    if (src) {  // caller's argsort of dimension 0: use it if it is the stable one
+      seen_.assign(n, 0);
+      double prev = -kInf;
+      std::size_t prev_o = 0;
+      for (std::size_t j = 0; j < n && src; ++j) {
+        const std::size_t o = src[j];
+        if (!(o < n && !seen_[o]) || !(prev < col[o] || (prev == col[o] && o > prev_o))) {
+          src = nullptr;
+          break;
+        }
+        seen_[o] = 1;
+        prev = col[o];
+        prev_o = o;
+      }
+    }
+    if (!src) {
+      argsort(col.data(), n);
+      src = order_.data();
+    }
+    win_perm_.assign(src, src + n);
+    sample_pos_.resize(n);
+    for (std::size_t j = 0; j < n; ++j) sample_pos_[win_perm_[j]] = j;
+    win_obs_.resize(n * D);
+    for (std::size_t j = 0; j < n; ++j)
+      std::copy(obs + win_perm_[j] * D, obs + (win_perm_[j] + 1) * D, win_obs_.data() + j * D);
+    if (weights) {
+      win_w_.resize(n);
+      for (std::size_t j = 0; j < n; ++j) win_w_[j] = weights[win_perm_[j]];
+    }
+    if (order) {  // other dimensions' argsorts in the new rows (ties keep input-row order)
+      win_order_.resize(D * n);
+      for (std::size_t j = 0; j < n; ++j) win_order_[j] = j;
+      for (std::size_t d = 1; d < D; ++d)
+        for (std::size_t j = 0; j < n; ++j) {
+          const std::size_t o = order[d * n + j];
+          win_order_[d * n + j] = o < n ? sample_pos_[o] : n;  // an invalid order stays invalid
+        }
+    }
+    struct Reset {
+      bool& flag;
+      ~Reset() { flag = false; }
+    } reset{window_input_};
+    window_input_ = true;
+    fit(dims, win_obs_.data(), n, weights ? win_w_.data() : nullptr, opt, order ? win_order_.data() : nullptr);
+    return;
+  }
   dims_ = dims;
   prior_weight_ = opt.prior_weight;
   const std::size_t D = dims.size();
@@ -482,14 +547,8 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     return;
   }
   prev1d_ok_ = false;
-  win_ = D > 1 && n >= kWindowMin && dims[0].kind != ParzenDim::Kind::Categorical;
-  double run = 0.0;
-  for (std::size_t k = 0; k < k_; ++k) {
-    run += w_[k];
-    cum_w_[k] = run;
-  }
-  cum_w_[k_ - 1] = 1.0;
-  cum_valid_ = true;
+  win_ = window_input_;
+  build_cum_weights();
 
   mu_.resize(D * k_);
   sigma_.resize(D * k_);
@@ -576,7 +635,8 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
           }
           seen_[o] = 1;
           const double v = mu[o];
-          if (!(prev < v || (prev == v && o > prev_o))) ord = nullptr;
+          // ties: input-row order (win_perm_ maps a windowed estimator's rows back to the caller's)
+          if (!(prev < v || (prev == v && (win_ ? win_perm_[o] > win_perm_[prev_o] : o > prev_o)))) ord = nullptr;
           prev = v;
           prev_o = o;
         }
@@ -585,26 +645,27 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
         argsort(mu, n);
         ord = order_.data();
       }
-      auto at = [&](std::size_t j) -> double {  // sorted centres with the bounds at both ends (j in [0, n+1])
-        if (j == 0) return lo_e;
-        if (j == n + 1) return hi_e;
-        return mu[ord ? ord[j - 1] : j - 1];
-      };
-      if (win_ && d == 0) win_perm_.assign(ord, ord + n);
+      // One pass over the sorted centres, the bounds at both ends (outermost kernels: their inner gap unless
+      // consider_endpoints, once there are two or more).
+      const bool inner_only = !opt.consider_endpoints && n >= 2;
+      double prev = lo_e, cur = mu[ord ? ord[0] : 0];
       for (std::size_t j = 0; j < n; ++j) {
-        const double left = at(j + 1) - at(j), right = at(j + 2) - at(j + 1);
+        const double next = j + 1 < n ? mu[ord ? ord[j + 1] : j + 1] : hi_e;
+        const double left = cur - prev, right = next - cur;
         double sig = std::max(left, right);
-        if (!opt.consider_endpoints && n >= 2) {
+        if (inner_only) {
           if (j == 0) sig = right;
           if (j == n - 1) sig = left;
         }
         sg[ord ? ord[j] : j] = sig;
+        prev = cur;
+        cur = next;
       }
     }
     const double maxsig = width;
     const double minsig =
         opt.magic_clip ? width / std::min(100.0, 1.0 + static_cast<double>(k_)) : kMinSigma;
-    for (std::size_t i = 0; i < n; ++i) sg[i] = std::clamp(sg[i], minsig, maxsig);
+    for (std::size_t i = 0; i < n; ++i) sg[i] = std::min(std::max(sg[i], minsig), maxsig);  // = std::clamp
     const double log_minsig = std::log(minsig);  // most widths sit at the clip once n is large
     const double log_s = disc ? std::log(s) : 0.0;
     mu[n] = pmu;
@@ -614,28 +675,65 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     // padded support and sigma <= sig_max, so Z >= Phi(w / sig_max) - 1/2). Kernels whose bounds are both
     // beyond 8.5 sigma have Z = 1 - O(1e-17), i.e. log Z = 0 in double precision.
     double sig_max = 0.0;
-    for (std::size_t i = 0; i < n; ++i) sig_max = std::max(sig_max, sg[i]);
+    {
+      double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;  // max is exact: any grouping gives the same value
+      std::size_t i = 0;
+      for (; i + 4 <= n; i += 4) {
+        m0 = std::max(m0, sg[i]);
+        m1 = std::max(m1, sg[i + 1]);
+        m2 = std::max(m2, sg[i + 2]);
+        m3 = std::max(m3, sg[i + 3]);
+      }
+      for (; i < n; ++i) m0 = std::max(m0, sg[i]);
+      sig_max = std::max(std::max(m0, m1), std::max(m2, m3));
+    }
     const double w_e = hi_e - lo_e;
     const double ub_obs = n > 0 ? -std::log(normal_cdf(w_e / sig_max) - 0.5) : 0.0;
-    for (std::size_t k = 0; k < k_; ++k) {
-      inv[k] = 1.0 / sg[k];
+    // Observation kernels in simple passes (clipped widths, the common case once n is large, reuse one
+    // reciprocal and one log); the same values as computing each kernel from scratch.
+    const double inv_min = 1.0 / minsig;
+    const double cst_min = -log_minsig - kLogSqrt2Pi + log_s;
+    for (std::size_t k = 0; k < n; ++k) inv[k] = sg[k] == minsig ? inv_min : 1.0 / sg[k];
+    for (std::size_t k = 0; k < n; ++k)
+      cst[k] = sg[k] == minsig ? cst_min : -std::log(sg[k]) - kLogSqrt2Pi + log_s;
+    if (disc) {
+      for (std::size_t k = 0; k < n; ++k) half[k] = 0.5 * s / sg[k];
+    } else {
+      std::fill(half, half + n, 0.0);
+    }
+    const bool exact_now = !(ub_obs < 50.0);
+    char unknown = 0;
+    for (std::size_t k = 0; k < n; ++k) {
       const double za = (lo_e - mu[k]) * inv[k], zb = (hi_e - mu[k]) * inv[k];
-      half[k] = disc ? 0.5 * s / sg[k] : 0.0;
-      cst[k] = (sg[k] == minsig ? -log_minsig : -std::log(sg[k])) - kLogSqrt2Pi + log_s;
-      if (za < -8.5 && zb > 8.5) {
-        lzs[k] = 0.0;
-        ub[k] = 0.0;
-        kn[k] = 1;
-      } else if (k == n || !(ub_obs < 50.0)) {  // prior kernel (its mu may lie outside): exact now
-        lzs[k] = log_normal_cdf_diff(za, zb);
+      const char inner = za < -8.5 && zb > 8.5;
+      lzs[k] = 0.0;
+      ub[k] = inner ? 0.0 : ub_obs;
+      kn[k] = inner;
+      unknown |= static_cast<char>(!inner);
+    }
+    if (unknown && exact_now) {  // bound useless (extremely narrow kernels): exact masses now
+      for (std::size_t k = 0; k < n; ++k) {
+        if (kn[k]) continue;
+        lzs[k] = log_normal_cdf_diff((lo_e - mu[k]) * inv[k], (hi_e - mu[k]) * inv[k]);
         ub[k] = -lzs[k];
         kn[k] = 1;
-      } else {
-        lzs[k] = 0.0;
-        ub[k] = ub_obs;
-        kn[k] = 0;
-        any_unknown_ = true;
       }
+      unknown = 0;
+    }
+    if (unknown) any_unknown_ = true;
+    {  // prior kernel (its mu may lie outside): exact now
+      inv[n] = 1.0 / sg[n];
+      half[n] = disc ? 0.5 * s / sg[n] : 0.0;
+      cst[n] = (sg[n] == minsig ? -log_minsig : -std::log(sg[n])) - kLogSqrt2Pi + log_s;
+      const double za = (lo_e - mu[n]) * inv[n], zb = (hi_e - mu[n]) * inv[n];
+      if (za < -8.5 && zb > 8.5) {
+        lzs[n] = 0.0;
+        ub[n] = 0.0;
+      } else {
+        lzs[n] = log_normal_cdf_diff(za, zb);
+        ub[n] = -lzs[n];
+      }
+      kn[n] = 1;
     }
     if (sorted1d_) {
       // Bounds for the windowed evaluation: largest possible log term (weight, width, truncation) and width.
@@ -644,14 +742,20 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       sig_max_ = sig_max;
     }
   }
-  if (win_) permute_by_dim0();
-  kernel_known_.resize(k_);
-  lzsum_.resize(k_);
-  for (std::size_t k = 0; k < k_; ++k) {
-    char all = 1;
-    for (std::size_t d = 0; d < D; ++d) all &= known_[d * k_ + k];
-    kernel_known_[k] = all;
-    if (all) update_lzsum(k);
+  if (win_) window_bounds();
+  // Per kernel: all truncation masses known? Their sum over dimensions (in dimension order, as
+  // update_lzsum; only read for known kernels).
+  kernel_known_.assign(k_, 1);
+  lzsum_.assign(k_, 0.0);
+  for (std::size_t d = 0; d < D; ++d) {
+    const char* kn = known_.data() + d * k_;
+    const double* lz = lz_.data() + d * k_;
+    char* kk = kernel_known_.data();
+    double* ls = lzsum_.data();
+    for (std::size_t k = 0; k < k_; ++k) {
+      kk[k] &= kn[k];
+      ls[k] += lz[k];
+    }
   }
   // One categorical dimension: the mixture's mass of each choice in closed form, summed in linear space
   // (the kernel-by-kernel log-sum-exp gives the same value up to rounding).
@@ -848,54 +952,28 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
   prev1d_hi_ = hi_e;
 }
 
-// Reorder the observation kernels by their centre in dimension 0 (stable; the prior stays last), so that
-// the kernels near a point in that dimension are contiguous; sampling keeps the input order (sample_pos_).
-// Then the window bounds: tmax_ bounds every observation kernel's log term without its dimension-0
-// distance, sig_max_ is the widest dimension-0 kernel.
-void ParzenEstimator::permute_by_dim0() {
+// Window bounds of a joint estimator fitted on rows sorted by dimension 0: tmax_ bounds every observation
+// kernel's log term without its dimension-0 distance, sig_max_ is the widest dimension-0 kernel.
+void ParzenEstimator::window_bounds() {
   const std::size_t n = k_ - 1;
   const std::size_t D = dims_.size();
-  if (win_perm_.size() != n) {  // Scott widths: no argsort was needed for the widths
-    argsort(mu_.data(), n);
-    win_perm_.assign(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n));
-  }
-  const std::size_t* perm = win_perm_.data();
-  sample_pos_.resize(n);
-  for (std::size_t j = 0; j < n; ++j) sample_pos_[perm[j]] = j;
-  std::vector<double>& tmp = terms_;
-  tmp.resize(k_);
-  auto apply = [&](std::vector<double>& a, std::size_t off) {
-    double* v = a.data() + off;
-    for (std::size_t j = 0; j < n; ++j) tmp[j] = v[perm[j]];
-    std::copy(tmp.begin(), tmp.begin() + static_cast<std::ptrdiff_t>(n), v);
-  };
-  apply(w_, 0);
-  apply(lw_, 0);
-  for (std::size_t d = 0; d < D; ++d) {
-    const std::size_t off = d * k_;
-    apply(mu_, off);
-    apply(sigma_, off);
-    apply(inv_sigma_, off);
-    apply(cst_, off);
-    apply(half_, off);
-    apply(lz_, off);
-    apply(ub_, off);
-    char* kn = known_.data() + off;
-    seen_.resize(n);
-    for (std::size_t j = 0; j < n; ++j) seen_[j] = kn[perm[j]];
-    std::copy(seen_.begin(), seen_.begin() + static_cast<std::ptrdiff_t>(n), kn);
-  }
   // Upper bound of kernel k's log term, all distances but dimension 0's dropped: lw + sum_d (cst + ub)
   // (Discrete: the bin mass <= step * peak density = exp(cst)); categorical: the larger smoothed mass.
   double tmax = -kInf, sig_max = 0.0;
   double cat_bound = 0.0;
   for (std::size_t d = 0; d < D; ++d)
     if (dims_[d].kind == ParzenDim::Kind::Categorical) cat_bound += std::max(cat_hit_[d], cat_miss_[d]);
+  std::vector<double>& t = terms_;
+  t.resize(n);
+  for (std::size_t k = 0; k < n; ++k) t[k] = lw_[k] + cat_bound;
+  for (std::size_t d = 0; d < D; ++d) {
+    if (dims_[d].kind == ParzenDim::Kind::Categorical) continue;
+    const double* cst = cst_.data() + d * k_;
+    const double* ub = ub_.data() + d * k_;
+    for (std::size_t k = 0; k < n; ++k) t[k] += cst[k] + ub[k];
+  }
   for (std::size_t k = 0; k < n; ++k) {
-    double t = lw_[k] + cat_bound;
-    for (std::size_t d = 0; d < D; ++d)
-      if (dims_[d].kind != ParzenDim::Kind::Categorical) t += cst_[d * k_ + k] + ub_[d * k_ + k];
-    tmax = std::max(tmax, t);
+    tmax = std::max(tmax, t[k]);
     sig_max = std::max(sig_max, sigma_[k]);
   }
   tmax_ = tmax;
@@ -945,6 +1023,20 @@ double ParzenEstimator::log_pdf_window(const double* x) const {
   return M + std::log(sum);
 }
 
+// Cumulative mixture weights for sampling, in input order (a windowed estimator's kernels are sorted, so
+// sample() maps the drawn input row to its kernel through sample_pos_; the prior is last either way).
+void ParzenEstimator::build_cum_weights() const {
+  const std::size_t n = k_ - 1;
+  cum_w_.resize(k_);
+  double run = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    run += w_[win_ ? sample_pos_[i] : i];
+    cum_w_[i] = run;
+  }
+  cum_w_[k_ - 1] = 1.0;
+  cum_valid_ = true;
+}
+
 void ParzenEstimator::update_lzsum(std::size_t k) const {
   double sum = 0.0;
   for (std::size_t d = 0; d < dims_.size(); ++d) sum += lz_[d * k_ + k];
@@ -971,16 +1063,7 @@ void ParzenEstimator::resolve_log_z(std::size_t k) const {
 // ------------------------------------------------------------------------------------------ sample
 void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out) const {
   KT_CHECK(k_ > 0, StateError, "parzen: sample() before fit()");
-  if (!cum_valid_) {
-    cum_w_.resize(k_);
-    double run = 0.0;
-    for (std::size_t k = 0; k < k_; ++k) {
-      run += w_[k];
-      cum_w_[k] = run;
-    }
-    cum_w_[k_ - 1] = 1.0;
-    cum_valid_ = true;
-  }
+  if (!cum_valid_) build_cum_weights();
   const std::size_t D = dims_.size();
   const std::size_t n = k_ - 1;
   for (std::size_t r = 0; r < m; ++r) {
