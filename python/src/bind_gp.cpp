@@ -92,10 +92,10 @@ void bind_gp(py::module_& m) {
            }),
            py::kw_only(), py::arg("kernel") = "matern52", py::arg("acq_func") = "logei",
            py::arg("n_initial_points") = 10, py::arg("xi") = 0.0, py::arg("kappa") = 1.96,
-           py::arg("n_candidates") = 1024, py::arg("n_refine") = 5, py::arg("prior") = "optuna",
+           py::arg("n_candidates") = 512, py::arg("n_refine") = 3, py::arg("prior") = "optuna",
            py::arg("n_hyper_restarts") = 2, py::arg("warm_start") = true, py::arg("deterministic") = false,
            py::arg("fantasy") = "believer", py::arg("max_enumeration") = 64, py::arg("max_fit_points") = 400,
-           py::arg("refit_scale") = 100,           py::arg("threads") = 0, py::arg("random_state") = py::none())
+           py::arg("refit_scale") = 10, py::arg("threads") = 0, py::arg("random_state") = py::none())
       .def_static(
           "from_katib", [](py::handle s) { return build_gp(katib_settings(s, "gp")); }, py::arg("settings") = py::none(),
           "Build from Katib algorithmSettings (base_estimator 'GP', n_initial_points, acq_func "

@@ -7,9 +7,11 @@
 #include "kubetune/search/gp/bayesopt.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -23,6 +25,9 @@ namespace kubetune::search::gp {
 namespace {
 
 constexpr double kInactive = -1.0;  // feature value of an inactive (conditional) numeric parameter
+// L-BFGS-B iterations of a warm-started refit: refits are amortised (refit_due), and each continues from the
+// previous optimum, so a few iterations per refit track the slowly moving optimum of a growing history.
+constexpr int kWarmIterations = 5;
 constexpr int kHedgeSize = 3;       // gp_hedge portfolio: EI, PI, LCB (as scikit-optimize)
 const AcqType kHedge[kHedgeSize] = {AcqType::LogEI, AcqType::PI, AcqType::UCB};
 
@@ -225,8 +230,12 @@ struct Proposer {
     LBFGSpp::LBFGSBParam<double> param;
     param.m = 6;
     param.max_iterations = 40;
-    param.epsilon = 1e-7;
-    param.epsilon_rel = 1e-7;
+    // Gradient 1e-5, or an iteration improving the acquisition by < 1e-6 relative: finer optima of the
+    // relaxation change nothing once rounded onto legal values and re-scored.
+    param.epsilon = 1e-5;
+    param.epsilon_rel = 1e-5;
+    param.past = 1;
+    param.delta = 1e-6;
     param.max_linesearch = 20;
     LBFGSpp::LBFGSBSolver<double> solver(param);
     double fz = 0.0;
@@ -286,7 +295,13 @@ struct Proposer {
     Eigen::MatrixXd F(enc.D, static_cast<Eigen::Index>(nc));
     for (std::size_t c = 0; c < nc; ++c) enc.encode(cands[c].x, F.col(static_cast<Eigen::Index>(c)).data());
     Eigen::VectorXd mu_all, var_ub;
-    gp.predict_screen(F, mu_all, var_ub, threads);
+    // k(X, candidates), reused by the exact stage; the buffer persists per thread (contents never carry
+    // over: predict_screen overwrites all n x nc entries) so that it is not re-faulted in on every ask.
+    thread_local std::vector<double> cross_buf;
+    const Eigen::Index n_data = gp.size();
+    cross_buf.resize(static_cast<std::size_t>(n_data) * nc);
+    Eigen::Map<const Eigen::MatrixXd> cross(cross_buf.data(), n_data, static_cast<Eigen::Index>(nc));
+    gp.predict_screen(F, mu_all, var_ub, threads, cross_buf.data());
     const bool monotone = a != AcqType::PI;
     const double kInf = std::numeric_limits<double>::infinity();
     std::vector<double> ub(nc, kInf);
@@ -303,13 +318,15 @@ struct Proposer {
     auto score_chunk = [&](std::size_t count) {
       const std::size_t end = std::min(nc, next + count);
       if (end == next) return;
-      Eigen::MatrixXd Fs(enc.D, static_cast<Eigen::Index>(end - next));
-      for (std::size_t k = next; k < end; ++k) Fs.col(static_cast<Eigen::Index>(k - next)) = F.col(static_cast<Eigen::Index>(by_ub[k]));
-      Eigen::VectorXd mu, var;
-      gp.predict(Fs, mu, var, threads);
+      // Exact variances from the stored cross covariances (the means are already exact).
+      Eigen::MatrixXd Ks(cross.rows(), static_cast<Eigen::Index>(end - next));
+      for (std::size_t k = next; k < end; ++k)
+        Ks.col(static_cast<Eigen::Index>(k - next)) = cross.col(static_cast<Eigen::Index>(by_ub[k]));
+      Eigen::VectorXd var;
+      gp.variance_from_cross(Ks, var);
       for (std::size_t k = next; k < end; ++k) {
         const std::size_t c = by_ub[k];
-        cands[c].score = acq_value(a, cfg, mu[static_cast<Eigen::Index>(k - next)], var[static_cast<Eigen::Index>(k - next)], best);
+        cands[c].score = acq_value(a, cfg, mu_all[static_cast<Eigen::Index>(c)], var[static_cast<Eigen::Index>(k - next)], best);
         exact[c] = true;
       }
       next = end;
@@ -326,7 +343,7 @@ struct Proposer {
     // result does not depend on the thread count).
     std::vector<Candidate> top;
     const int want = std::max(cfg.n_refine, 1);
-    constexpr std::size_t kChunk = 128;
+    constexpr std::size_t kChunk = 64;
     for (;;) {
       score_chunk(kChunk);
       build_order();
@@ -377,6 +394,12 @@ std::optional<std::vector<double>> random_unseen(const SearchSpace& space, const
 
 }  // namespace
 
+bool refit_due(std::size_t n, std::size_t n_fit, int refit_scale) {
+  if (refit_scale <= 0 || n < n_fit) return true;
+  const std::size_t step = std::max<std::size_t>(1, n_fit / static_cast<std::size_t>(refit_scale));
+  return n >= n_fit + step;
+}
+
 std::string to_string(Fantasy f) {
   switch (f) {
     case Fantasy::Believer: return "believer";
@@ -396,7 +419,14 @@ Fantasy fantasy_from_string(const std::string& s) {
   KT_THROW(InvalidArgument, "fantasy '", s, "' is not one of believer, liar_min, liar_mean, liar_max");
 }
 
-GPSearcher::GPSearcher(GPConfig c) : cfg_(c) {
+struct GPSearcher::Cache {
+  std::mutex mu;
+  BorderedFactor factor;
+};
+
+GPSearcher::GPSearcher() : cache_(std::make_shared<Cache>()) {}
+
+GPSearcher::GPSearcher(GPConfig c) : cfg_(c), cache_(std::make_shared<Cache>()) {
   KT_CHECK(cfg_.n_initial_points >= 0, InvalidArgument, "n_initial_points = ", cfg_.n_initial_points,
            " must be >= 0");
   KT_CHECK(cfg_.n_candidates >= 1, InvalidArgument, "n_candidates = ", cfg_.n_candidates, " must be >= 1");
@@ -451,7 +481,7 @@ GPConfig GPSearcher::config_from_json(const nlohmann::json& j) {
       std::string o = lower(get_string(v, k));
       if (o == "sampling") c.n_refine = 0;
       else if (o == "lbfgs" || o == "auto") {
-        if (c.n_refine == 0) c.n_refine = 5;
+        if (c.n_refine == 0) c.n_refine = GPConfig{}.n_refine;
       } else {
         KT_THROW(InvalidArgument, "gp setting 'acq_optimizer' = '", o, "' is not one of auto, sampling, lbfgs");
       }
@@ -551,6 +581,8 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
   fo.use_warm_start = false;
   const Eigen::Index np = gp.n_params();
   bool refit = true;
+  Eigen::VectorXd warm_theta;  // hyperparameters read from the last GP trial
+  std::size_t fit_n = 0;  // history size at which the hyperparameters in use were fitted
   if (cfg_.warm_start && last_fit) {
     Eigen::VectorXd theta(np);
     bool ok = true;
@@ -560,21 +592,35 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
       if (ok) theta[j] = it->second;
     }
     if (ok) {
+      warm_theta = theta;
       gp.set_params(theta);
       fo.use_warm_start = true;
-      // Warm start alone; every 10th fit (by history size, so still a function of the history) also tries
-      // the default start, so a poor local optimum is not kept forever. Random restarts only when cold.
+      // Warm start alone; a refit that crosses a power of two of the history size also tries the default
+      // start, so a poor local optimum is not kept forever. Random restarts only when cold. The history
+      // size of the last fit is stored with the hyperparameters, so the schedule is a function of history.
       fo.n_restarts = 0;
-      const std::size_t interval =
-          cfg_.refit_scale > 0 ? std::max<std::size_t>(1, done.size() / static_cast<std::size_t>(cfg_.refit_scale)) : 1;
-      refit = done.size() % interval == 0;
-      fo.use_default_start = done.size() % (10 * interval) == 0;
+      fo.warm_max_iterations = kWarmIterations;
+      auto it = last_fit->system_attrs.find("gp_fit_n");
+      if (it != last_fit->system_attrs.end() && std::isfinite(it->second) && it->second >= 0) {
+        fit_n = static_cast<std::size_t>(it->second);
+        refit = refit_due(done.size(), fit_n, cfg_.refit_scale);
+        fo.use_default_start = refit && std::bit_width(done.size()) > std::bit_width(fit_n);
+      } else {
+        fo.use_default_start = false;
+      }
     }
   }
+  if (refit) fit_n = done.size();
   const std::size_t cap = static_cast<std::size_t>(cfg_.max_fit_points);
+  // The factorisation of all points is always "blocked Cholesky of the first fit_n points + one bordered
+  // row per later point", a function of the history; the previous ask's factor (cache_) only saves
+  // recomputing rows it already has (see refit_bordered), so results never depend on the cache.
+  std::unique_lock<std::mutex> cache_lock(cache_->mu, std::try_to_lock);
+  BorderedFactor* cache = cache_lock.owns_lock() ? &cache_->factor : nullptr;
+  const Eigen::Index fit_m = static_cast<Eigen::Index>(fit_n);
   if (!refit) {
     // Hyperparameters reused from the last GP trial; standardisation and factorisation on all points.
-    gp.set_data(X, y);
+    gp.set_data(X, y, false);
   } else if (cap > 0 && done.size() > cap) {
     // Hyperparameters from a subset (the best half and the most recent others), posterior from all points.
     std::vector<std::size_t> by_loss(done.size());
@@ -599,12 +645,18 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
     const double mean_orig = gp.mean() * gp.y_std() + gp.y_mean();
     gp.set_data(X, y, false);
     gp.set_mean((mean_orig - gp.y_mean()) / gp.y_std());
-    gp.refit();
   } else {
-    gp.set_data(X, y);
+    gp.set_data(X, y, false);  // fit_hyperparameters factorises at every evaluation
     gp.fit_hyperparameters(fo, rng);
   }
-  const Eigen::VectorXd theta = gp.params();
+  // The hyperparameters passed on are exactly those set here, as the next asks will read and set them
+  // (params() round-trips through exp/log, so a fresh fit is re-set from its own params() once).
+  Eigen::VectorXd theta = warm_theta;
+  if (refit) {
+    theta = gp.params();
+    gp.set_params(theta);
+  }
+  gp.refit_bordered(fit_m, cache);
 
   // Local-search centres: the best few observed points.
   std::vector<std::size_t> order(done.size());
@@ -691,12 +743,13 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
     }
     s.attrs["gp_dim"] = static_cast<double>(enc.D);
     for (Eigen::Index j = 0; j < np; ++j) s.attrs["gp_theta_" + std::to_string(j)] = theta[j];
+    s.attrs["gp_fit_n"] = static_cast<double>(fit_n);
     if (cfg_.acq == AcqType::Hedge) {
       s.attrs["gp_acq"] = acq_index;
       for (int a = 0; a < kHedgeSize; ++a) s.attrs["gp_hedge_gain_" + std::to_string(a)] = gains[a];
     }
     seen.insert(key_of(s.x));
-    fantasise(s.x);
+    if (out.size() + 1 < n) fantasise(s.x);  // the last point of the batch conditions nothing
     if (cfg_.fantasy == Fantasy::LiarMin) best = std::min(best, loss_min);
     out.push_back(std::move(s));
   }

@@ -147,6 +147,60 @@ void GaussianProcess::factorize() {
   KT_THROW(StateError, "GP Cholesky failed even with jitter ", jitter, " (noise ", noise_, ")");
 }
 
+void GaussianProcess::refit_bordered(Eigen::Index m, BorderedFactor* cache) {
+  const Eigen::Index n = X_.cols();
+  KT_CHECK(m >= 0 && m <= n, InvalidArgument, "GP refit_bordered: m = ", m, " must be in [0, ", n, "]");
+  const Eigen::VectorXd theta = params();
+  Eigen::Index start = 0;
+  if (cache && cache->m == m && cache->X.cols() >= m && cache->X.cols() <= n && cache->X.rows() == dim() &&
+      cache->theta.size() == theta.size() && (cache->theta.array() == theta.array()).all() &&
+      (X_.leftCols(cache->X.cols()).array() == cache->X.array()).all()) {
+    start = cache->X.cols();
+    L_.setZero(n, n);
+    L_.topLeftCorner(start, start) = cache->L;
+    jitter_ = cache->jitter;
+  } else {
+    // The first m points: as factorize(), then the factor padded to n x n.
+    const Eigen::MatrixXd Xall = std::move(X_);
+    X_ = Xall.leftCols(m);
+    const Eigen::VectorXd yall = y_;
+    y_ = yall.head(m);
+    factorize();
+    X_ = Xall;
+    y_ = yall;
+    L_.conservativeResize(n, n);
+    L_.rightCols(n - m).setZero();
+    L_.bottomRows(n - m).setZero();
+    if (m == 0) jitter_ = 0.0;
+    start = m;
+  }
+  const double kxx = kernel_.signal_variance() + noise_ + jitter_;
+  Eigen::VectorXd k(n);
+  for (Eigen::Index i = start; i < n; ++i) {
+    // Row i of the factor: l = L_{<i}^-1 k(X_{<i}, x_i), pivot sqrt(k(x_i, x_i) - |l|^2) (as add_observation).
+    for (Eigen::Index j = 0; j < i; ++j) k[j] = kernel_(X_.col(j).data(), X_.col(i).data());
+    auto l = k.head(i);
+    L_.topLeftCorner(i, i).triangularView<Eigen::Lower>().solveInPlace(l);
+    const double d2 = std::max(kxx - l.squaredNorm(), 1e-10 * kernel_.signal_variance());
+    L_.row(i).head(i) = l.transpose();
+    L_(i, i) = std::sqrt(d2);
+  }
+  if (n > 0) {
+    Eigen::VectorXd r = y_.array() - mean_;
+    alpha_ = L_.triangularView<Eigen::Lower>().solve(r);
+    L_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
+  } else {
+    alpha_.resize(0);
+  }
+  if (cache) {
+    cache->theta = theta;
+    cache->m = m;
+    cache->jitter = jitter_;
+    cache->X = X_;
+    cache->L = L_;
+  }
+}
+
 void GaussianProcess::add_observation(const Eigen::VectorXd& x, double y) {
   KT_CHECK(x.size() == dim(), InvalidArgument, "GP add_observation: x has ", x.size(), " entries, expected ",
            dim());
@@ -213,8 +267,20 @@ void GaussianProcess::predict(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, 
   var *= y_scale_ * y_scale_;
 }
 
+void GaussianProcess::variance_from_cross(Eigen::MatrixXd& Ks, Eigen::VectorXd& var) const {
+  const Eigen::Index n = X_.cols();
+  KT_CHECK(Ks.rows() == n, InvalidArgument, "GP variance_from_cross: Ks has ", Ks.rows(), " rows, expected ", n);
+  const double s2 = kernel_.signal_variance();
+  if (n == 0) {
+    var.setConstant(Ks.cols(), s2 * y_scale_ * y_scale_);
+    return;
+  }
+  L_.triangularView<Eigen::Lower>().solveInPlace(Ks);
+  var = ((s2 - Ks.colwise().squaredNorm().array()).max(kMinVar * s2) * (y_scale_ * y_scale_)).matrix().transpose();
+}
+
 void GaussianProcess::predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var_upper,
-                                     int threads) const {
+                                     int threads, double* cross) const {
   KT_CHECK(Xs.rows() == dim(), InvalidArgument, "GP predict_screen: points have ", Xs.rows(), " rows, expected ",
            dim());
   const Eigen::Index m = Xs.cols(), n = X_.cols();
@@ -230,7 +296,8 @@ void GaussianProcess::predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd&
   // more points never increases it (exact GP algebra), so the minimum over i bounds the full posterior.
   const double kii = s2 + noise_ + jitter_;
   for_each_block(m, threads, [&](Eigen::Index c0, Eigen::Index nc) {
-    kernel_.cross_stats(X_, Xs.middleCols(c0, nc), alpha_, mean.data() + c0, var_upper.data() + c0);
+    kernel_.cross_stats(X_, Xs.middleCols(c0, nc), alpha_, mean.data() + c0, var_upper.data() + c0,
+                        cross ? cross + c0 * n : nullptr);
     mean.segment(c0, nc).array() += mean_;
     var_upper.segment(c0, nc) = (s2 - var_upper.segment(c0, nc).array() / kii).max(kMinVar * s2).matrix();
   });
@@ -250,7 +317,13 @@ void GaussianProcess::predict_one(const double* x, double& mean, double& var, do
     return;
   }
   Eigen::VectorXd k(n);
-  for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel_(X_.col(i).data(), x);
+  Eigen::MatrixXd dK;  // column i: d k(x, X_i) / dx (only when a gradient is wanted)
+  if (dmean || dvar) {
+    dK.resize(D, n);
+    for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel_.value_grad_x(x, X_.col(i).data(), dK.col(i).data());
+  } else {
+    for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel_(X_.col(i).data(), x);
+  }
   double mu = mean_ + k.dot(alpha_);
   Eigen::VectorXd v = L_.triangularView<Eigen::Lower>().solve(k);
   double vv = s2 - v.squaredNorm();
@@ -259,8 +332,6 @@ void GaussianProcess::predict_one(const double* x, double& mean, double& var, do
   mean = mu * y_scale_ + y_shift_;
   var = vv * y_scale_ * y_scale_;
   if (dmean || dvar) {
-    Eigen::MatrixXd dK(D, n);  // column i: d k(x, X_i) / dx
-    for (Eigen::Index i = 0; i < n; ++i) kernel_.grad_x(x, X_.col(i).data(), dK.col(i).data());
     if (dmean) Eigen::Map<Eigen::VectorXd>(dmean, D) = (dK * alpha_) * y_scale_;
     if (dvar) {
       if (floored) {
@@ -437,8 +508,11 @@ double GaussianProcess::fit_hyperparameters(const FitOptions& opt, Rng& rng) {
   param.past = 1;
   param.delta = 1e-4;
   param.max_linesearch = 30;
-  LBFGSpp::LBFGSBSolver<double> solver(param);
-  for (Eigen::VectorXd x : starts) {
+  for (std::size_t s = 0; s < starts.size(); ++s) {
+    Eigen::VectorXd x = starts[s];
+    param.max_iterations = s == 0 && opt.use_warm_start && opt.warm_max_iterations > 0 ? opt.warm_max_iterations
+                                                                                        : opt.max_iterations;
+    LBFGSpp::LBFGSBSolver<double> solver(param);
     double fx = 0.0;
     try {
       solver.minimize(objective, x, fx, lb, ub);

@@ -201,7 +201,7 @@ Eigen::VectorXd Kernel::contract_gradients(const Eigen::MatrixXd& X, const Eigen
 }
 
 void Kernel::cross_stats(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B, const Eigen::VectorXd& w, double* dot,
-                         double* max2) const {
+                         double* max2, double* kout) const {
   const Eigen::VectorXd inv_ls = ls_.cwiseInverse();
   const Eigen::MatrixXd As = inv_ls.asDiagonal() * A, Bs = inv_ls.asDiagonal() * B;
   const Eigen::ArrayXd a2 = As.colwise().squaredNorm().transpose().array();
@@ -218,7 +218,28 @@ void Kernel::cross_stats(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B, con
     }
     dot[j] = (k * w.array()).sum();
     max2[j] = k.square().maxCoeff();
+    if (kout) Eigen::Map<Eigen::ArrayXd>(kout + j * A.cols(), A.cols()) = k;
   }
+}
+
+double Kernel::value_grad_x(const double* x, const double* y, double* g) const noexcept {
+  double r2 = 0.0;
+  for (Eigen::Index d = 0; d < ls_.size(); ++d) {
+    double t = x[d] - y[d];
+    r2 += t * t * inv_ls2_[d];
+  }
+  double k, c;  // one exp shared by the value and the derivative (same formulas as f_of_r2 / df_dr2)
+  if (type_ == KernelType::RBF) {
+    const double e = std::exp(-0.5 * r2);
+    k = s2_ * e;
+    c = 2.0 * s2_ * (-0.5 * e);
+  } else {
+    const double r = std::sqrt(r2), e = std::exp(-kSqrt5 * r);
+    k = s2_ * ((1.0 + kSqrt5 * r + (5.0 / 3.0) * r2) * e);
+    c = 2.0 * s2_ * (-(5.0 / 6.0) * (1.0 + kSqrt5 * r) * e);
+  }
+  for (Eigen::Index d = 0; d < ls_.size(); ++d) g[d] = c * (x[d] - y[d]) * inv_ls2_[d];
+  return k;
 }
 
 void Kernel::grad_x(const double* x, const double* y, double* g) const noexcept {

@@ -146,6 +146,61 @@ TEST(GPSearcher, SaveLoadContinuesIdentically) {
   std::remove(path.c_str());
 }
 
+TEST(GPSearcher, RefitScheduleExactValues) {
+  using search::gp::refit_due;
+  // step = max(1, floor(n_fit / refit_scale)); refit once n >= n_fit + step.
+  EXPECT_FALSE(refit_due(10, 10, 10));
+  EXPECT_TRUE(refit_due(11, 10, 10));    // step 1
+  EXPECT_FALSE(refit_due(219, 200, 10));
+  EXPECT_TRUE(refit_due(220, 200, 10));  // step 20
+  EXPECT_FALSE(refit_due(1088, 990, 10));
+  EXPECT_TRUE(refit_due(1089, 990, 10)); // step 99
+  EXPECT_TRUE(refit_due(101, 100, 100)); // step 1
+  EXPECT_FALSE(refit_due(205, 200, 25));
+  EXPECT_TRUE(refit_due(208, 200, 25));  // step 8
+  EXPECT_TRUE(refit_due(9, 10, 10));     // history shrank: refit
+  EXPECT_TRUE(refit_due(200, 200, 0));   // 0: every ask
+}
+
+// Asks that reuse hyperparameters extend the previous ask's factorisation (a cache in the searcher); a
+// study reloaded before every ask (fresh searcher, empty cache) must propose exactly the same points. The
+// stored fit size follows refit_due.
+TEST(GPSearcher, FactorCacheNeverChangesProposalsAndScheduleIsFollowed) {
+  GPConfig c;
+  c.threads = 1;
+  c.refit_scale = 3;  // refits every ~n/3 trials: most asks below reuse hyperparameters
+  c.n_candidates = 128;
+  search::register_gp();
+  Study a(hartmann_space(), gp_searcher(c), {Direction::Minimize}, 8);
+  std::unique_ptr<Study> b = Study::from_json(a.to_json());
+  double last_fit_n = -1;
+  int reused = 0;
+  for (int i = 0; i < 34; ++i) {
+    b = Study::from_json(b->to_json());
+    auto ta = a.ask(1).at(0), tb = b->ask(1).at(0);
+    ASSERT_EQ(ta.x, tb.x) << "ask " << i;
+    ASSERT_EQ(ta.system_attrs, tb.system_attrs) << "ask " << i;
+    const std::size_t n_done = a.n_trials() - 1;
+    if (ta.system_attrs.count("gp_fit_n")) {
+      const double fit_n = ta.system_attrs.at("gp_fit_n");
+      if (last_fit_n < 0 || search::gp::refit_due(n_done, static_cast<std::size_t>(last_fit_n), 3)) {
+        EXPECT_EQ(fit_n, static_cast<double>(n_done)) << "ask " << i;
+      } else {
+        EXPECT_EQ(fit_n, last_fit_n) << "ask " << i;
+        ++reused;
+        for (Eigen::Index j = 0; j < 9; ++j)  // hyperparameters passed on unchanged
+          EXPECT_EQ(ta.system_attrs.at("gp_theta_" + std::to_string(j)),
+                    a.trial(ta.id - 1).system_attrs.at("gp_theta_" + std::to_string(j)));
+      }
+      last_fit_n = fit_n;
+    }
+    const double v = hartmann6(ta.x);
+    a.tell(ta.id, v);
+    b->tell(tb.id, v);
+  }
+  EXPECT_GE(reused, 15);
+}
+
 TEST(GPSearcher, DeterministicAndThreadCountIndependent) {
   GPConfig one, four;
   one.threads = 1;

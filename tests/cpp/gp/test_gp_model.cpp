@@ -107,6 +107,76 @@ TEST_P(GPModel, ScreenGivesExactMeanAndVarianceUpperBound) {
   EXPECT_GT(strict, 100);  // a real bound, not the exact variance
 }
 
+TEST_P(GPModel, ScreenCrossOutputGivesExactVariances) {
+  Data d = make_data(3, 45, 15);
+  GaussianProcess gp = make_gp(GetParam(), d);
+  Data q = make_data(3, 200, 16);  // > one block of 128 candidates
+  Eigen::VectorXd mu, var, mu_s, var_ub, var_c;
+  gp.predict(q.X, mu, var, 1);
+  Eigen::MatrixXd cross(d.X.cols(), q.X.cols());
+  gp.predict_screen(q.X, mu_s, var_ub, 2, cross.data());
+  Eigen::MatrixXd Kref = gp.kernel().cross(d.X, q.X);
+  EXPECT_LT((cross - Kref).cwiseAbs().maxCoeff(), 1e-12);
+  gp.variance_from_cross(cross, var_c);
+  EXPECT_LT((var_c - var).cwiseAbs().maxCoeff(), 1e-10 * (1 + var.maxCoeff()));
+}
+
+// The two-part factorisation (blocked Cholesky of a prefix + bordered rows) gives the same posterior as a
+// full refit up to rounding, and extending a cached factor is bit-identical to computing it from scratch.
+TEST_P(GPModel, BorderedRefitMatchesFullRefitAndCacheIsExact) {
+  Data d = make_data(3, 70, 21);
+  Data q = make_data(3, 50, 22);
+  GaussianProcess full = make_gp(GetParam(), d);  // refit(): blocked Cholesky of all 70
+  Eigen::VectorXd mu_full, var_full;
+  full.predict(q.X, mu_full, var_full, 1);
+
+  BorderedFactor cache;
+  GaussianProcess a = make_gp(GetParam(), Data{d.X.leftCols(55), d.y.head(55)});
+  a.refit_bordered(40, &cache);  // cache: rows 0..54 (blocked 0..39 + bordered 40..54)
+  EXPECT_EQ(cache.X.cols(), 55);
+  EXPECT_EQ(cache.m, 40);
+  GaussianProcess b = make_gp(GetParam(), d), c = make_gp(GetParam(), d);
+  b.refit_bordered(40, &cache);    // extends the cached 55 rows by 15
+  c.refit_bordered(40, nullptr);   // from scratch
+  EXPECT_EQ(cache.X.cols(), 70);
+  Eigen::VectorXd mu_b, var_b, mu_c, var_c;
+  b.predict(q.X, mu_b, var_b, 1);
+  c.predict(q.X, mu_c, var_c, 1);
+  for (Eigen::Index j = 0; j < q.X.cols(); ++j) {
+    EXPECT_EQ(mu_b[j], mu_c[j]) << j;  // bit for bit
+    EXPECT_EQ(var_b[j], var_c[j]) << j;
+  }
+  EXPECT_EQ(b.log_marginal_likelihood(), c.log_marginal_likelihood());
+  EXPECT_LT((mu_c - mu_full).cwiseAbs().maxCoeff(), 1e-8 * (1 + mu_full.cwiseAbs().maxCoeff()));
+  EXPECT_LT((var_c - var_full).cwiseAbs().maxCoeff(), 1e-8 * (1 + var_full.maxCoeff()));
+  EXPECT_NEAR(c.log_marginal_likelihood(), full.log_marginal_likelihood(), 1e-8);
+  // m = n is exactly refit().
+  GaussianProcess e = make_gp(GetParam(), d);
+  e.refit_bordered(70, nullptr);
+  Eigen::VectorXd mu_e, var_e;
+  e.predict(q.X, mu_e, var_e, 1);
+  EXPECT_EQ(mu_e, mu_full);
+  EXPECT_EQ(var_e, var_full);
+  // A cache for other hyperparameters, another m or other inputs is not used (same result as scratch).
+  BorderedFactor other = cache;
+  other.theta[0] += 1e-3;
+  GaussianProcess f = make_gp(GetParam(), d);
+  f.refit_bordered(40, &other);
+  Eigen::VectorXd mu_f, var_f;
+  f.predict(q.X, mu_f, var_f, 1);
+  EXPECT_EQ(mu_f, mu_c);
+  BorderedFactor moved = cache;
+  moved.X(0, 3) += 0.25;
+  moved.L.setZero();
+  GaussianProcess g = make_gp(GetParam(), d);
+  g.refit_bordered(40, &moved);
+  Eigen::VectorXd mu_g, var_g;
+  g.predict(q.X, mu_g, var_g, 1);
+  EXPECT_EQ(mu_g, mu_c);
+  EXPECT_EQ(var_g, var_c);
+  EXPECT_THROW(g.refit_bordered(71, nullptr), kubetune::InvalidArgument);
+}
+
 TEST_P(GPModel, LogMarginalLikelihoodValueAndGradient) {
   Data d = make_data(3, 15, 4);
   GaussianProcess gp = make_gp(GetParam(), d);

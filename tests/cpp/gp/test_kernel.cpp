@@ -82,6 +82,15 @@ TEST_P(KernelGrad, InputGradientMatchesFiniteDifferences) {
   // Zero gradient at coincident points (the kernels are differentiable at r = 0).
   k.grad_x(P.col(0).data(), P.col(0).data(), g);
   for (double v : g) EXPECT_EQ(v, 0.0);
+  // The fused value + gradient equals the separate calls exactly (same formulas, one exp).
+  Eigen::MatrixXd Q = random_points(D, 20, 6);
+  for (Eigen::Index j = 1; j < Q.cols(); ++j) {
+    double g1[4], g2[4];
+    const double v = k.value_grad_x(Q.col(0).data(), Q.col(j).data(), g1);
+    k.grad_x(Q.col(0).data(), Q.col(j).data(), g2);
+    EXPECT_EQ(v, k(Q.col(j).data(), Q.col(0).data()));
+    for (int d = 0; d < 4; ++d) EXPECT_EQ(g1[d], g2[d]);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Both, KernelGrad, ::testing::Values(KernelType::Matern52, KernelType::RBF));

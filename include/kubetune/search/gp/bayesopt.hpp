@@ -21,6 +21,12 @@ enum class Fantasy { Believer, LiarMin, LiarMean, LiarMax };
 std::string to_string(Fantasy f);
 Fantasy fantasy_from_string(const std::string& s);
 
+/// Amortised refit schedule: with n complete trials and hyperparameters last fitted at n_fit, refit when
+/// n >= n_fit + max(1, floor(n_fit / refit_scale)) (geometric growth by ~1/refit_scale), when n < n_fit, or
+/// always when refit_scale <= 0. Between refits the hyperparameters are reused and only the factorisation
+/// is updated.
+bool refit_due(std::size_t n, std::size_t n_fit, int refit_scale);
+
 /// Runtime configuration; round-trips through JSON (kubetune names and Katib's setting names).
 struct GPConfig {
   KernelType kernel = KernelType::Matern52;
@@ -28,17 +34,17 @@ struct GPConfig {
   int n_initial_points = 10;     ///< random points before the model is used (Katib/skopt default 10)
   double xi = 0.0;               ///< EI/PI margin (skopt uses 0.01)
   double kappa = 1.96;           ///< LCB width (skopt default)
-  int n_candidates = 1024;       ///< random + local candidates scored per proposal
-  int n_refine = 5;              ///< best candidates refined by L-BFGS-B (0 = sampling only)
+  int n_candidates = 512;        ///< random + local candidates scored per proposal
+  int n_refine = 3;              ///< best candidates refined by L-BFGS-B (0 = sampling only)
   HyperPrior prior = HyperPrior::Optuna;
   int n_hyper_restarts = 2;      ///< random restarts of the likelihood fit
   bool warm_start = true;        ///< start the fit from the hyperparameters stored on the last GP trial
   bool deterministic = false;    ///< noise-free objective: noise fixed to a 1e-6 nugget (as Optuna)
   Fantasy fantasy = Fantasy::Believer;
   int max_enumeration = 64;      ///< categorical combinations enumerated exactly up to this count
-  int refit_scale = 100;         ///< with n complete trials, hyperparameters are re-fitted when
-                                 ///< n % max(1, n / refit_scale) == 0 and otherwise reused from the last
-                                 ///< GP trial (every ask below 2 * refit_scale). 0 = refit on every ask
+  int refit_scale = 10;          ///< hyperparameters fitted at n_fit complete trials are reused until the
+                                 ///< history has grown by max(1, n_fit / refit_scale) (see refit_due);
+                                 ///< 0 = refit on every ask
   int max_fit_points = 400;      ///< hyperparameters fitted on at most this many points (best half +
                                  ///< most recent); the posterior always uses every point. 0 = no cap
   int threads = 0;               ///< OpenMP threads over candidates (<= 0: all)
@@ -54,7 +60,7 @@ struct GPConfig {
 /// suggestion's attrs ("gp_theta_<j>") and read back from the history.
 class GPSearcher final : public Searcher {
  public:
-  GPSearcher() = default;
+  GPSearcher();
   explicit GPSearcher(GPConfig c);
   /// Accepts kubetune keys and Katib's (base_estimator, n_initial_points, acq_func, acq_optimizer,
   /// random_state), values as numbers or strings. Unknown keys -> InvalidArgument naming the key.
@@ -68,7 +74,9 @@ class GPSearcher final : public Searcher {
   const GPConfig& settings() const noexcept { return cfg_; }
 
  private:
+  struct Cache;  // the last ask's factorisation, reused only where bit-identical (see ask())
   GPConfig cfg_;
+  std::shared_ptr<Cache> cache_;
 };
 
 }  // namespace kubetune::search::gp

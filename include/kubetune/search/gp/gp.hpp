@@ -27,12 +27,23 @@ struct FitOptions {
   HyperPrior prior = HyperPrior::Optuna;
   int n_restarts = 2;          ///< random restarts besides the default and warm starts
   int max_iterations = 60;     ///< L-BFGS-B iterations per start
+  int warm_max_iterations = 0; ///< iterations of the warm start when > 0 (a refit continues from the previous
+                               ///< optimum, so a few iterations track it; later refits continue further)
   double min_lengthscale = 1e-2, max_lengthscale = 50.0;
   double min_signal = 1e-2, max_signal = 50.0;
   double min_noise = 1e-6, max_noise = 1.0;  ///< a fixed noise: set min == max
   double mean_bound = 3.0;     ///< constant mean in [-bound, bound] (standardised units)
   bool use_warm_start = true;  ///< start one run from the current hyperparameters
   bool use_default_start = true;  ///< start one run from l = 1, s2 = 1, noise = 1e-2, mean = 0
+};
+
+/// A factorisation built by GaussianProcess::refit_bordered, kept to extend it on a later call: the
+/// hyperparameters, the prefix size m, the jitter, the inputs and the lower factor of their covariance.
+struct BorderedFactor {
+  Eigen::VectorXd theta;
+  Eigen::Index m = -1;
+  double jitter = 0.0;
+  Eigen::MatrixXd X, L;
 };
 
 /// GP regression model y = m + f(x) + eps, f ~ GP(0, k), eps ~ N(0, noise) (Rasmussen & Williams 2006,
@@ -71,6 +82,13 @@ class GaussianProcess {
   void set_data(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, bool factor = true);
   /// Full recompute of the factorisation with the current hyperparameters (jitter escalation on failure).
   void refit();
+  /// Full recompute of the factorisation in two parts: the blocked Cholesky of the first m points (jitter
+  /// escalation as refit()), then one bordered row per later point (O(i^2) each, with the jitter of the
+  /// first part). Each row depends only on the rows above it, so when `cache` holds a factor made by this
+  /// function for the same hyperparameters, the same m and a prefix of the current inputs, its rows are
+  /// copied and only the new ones computed: the result is bit-identical either way. The cache is then
+  /// replaced by the new factor. 0 <= m <= size(); m = size() is the same factor as refit().
+  void refit_bordered(Eigen::Index m, BorderedFactor* cache = nullptr);
   /// Rank-1 update: append one observation (original scale) in O(n^2). Standardisation and
   /// hyperparameters are kept; call set_data/refit for a full recompute.
   void add_observation(const Eigen::VectorXd& x, double y);
@@ -81,8 +99,12 @@ class GaussianProcess {
   /// Cheap first stage of candidate scoring, O(n) per point: the exact posterior mean and an upper bound on
   /// the posterior variance (the variance given only the single most correlated training point, which can
   /// only shrink as points are added). No triangular solves.
+  /// If `cross` is non-null it receives k(X, Xs) (n x m, column-major) for variance_from_cross().
   void predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var_upper,
-                      int threads = 1) const;
+                      int threads = 1, double* cross = nullptr) const;
+  /// Exact posterior variances (original scale) of points whose cross covariances k(X, x_j) are the columns
+  /// of Ks (n x m, overwritten by L^-1 Ks): one triangular solve, no kernel evaluations.
+  void variance_from_cross(Eigen::MatrixXd& Ks, Eigen::VectorXd& var) const;
   /// Posterior at one point, with gradients of mean and variance w.r.t. x (each length D) if non-null.
   void predict_one(const double* x, double& mean, double& var, double* dmean = nullptr,
                    double* dvar = nullptr) const;

@@ -55,11 +55,14 @@ class Kernel {
   Eigen::VectorXd contract_gradients(const Eigen::MatrixXd& X, const Eigen::MatrixXd& W, const Eigen::MatrixXd& K,
                                      const Eigen::MatrixXd& G, Eigen::MatrixXd& V) const;
   /// For each column b_j of B: dot[j] = sum_i k(a_i, b_j) w_i and max2[j] = max_i k(a_i, b_j)^2, in one
-  /// fused pass per column (no nA x nB matrix is stored). w has A.cols() entries; dot/max2 B.cols().
+  /// fused pass per column. w has A.cols() entries; dot/max2 B.cols(). If kout is non-null the kernel values
+  /// are stored there too (column-major A.cols() x B.cols(), i.e. cross(A, B)'s layout).
   void cross_stats(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B, const Eigen::VectorXd& w, double* dot,
-                   double* max2) const;
+                   double* max2, double* kout = nullptr) const;
   /// Gradient of k(x, y) with respect to x (length D) written to g.
   void grad_x(const double* x, const double* y, double* g) const noexcept;
+  /// k(x, y) returned and its gradient w.r.t. x written to g, sharing one distance and one exp.
+  double value_grad_x(const double* x, const double* y, double* g) const noexcept;
 
  private:
   // f(r^2) and df/d(r^2) of the unit-variance kernel.
