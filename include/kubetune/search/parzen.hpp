@@ -130,7 +130,7 @@ class ParzenEstimator {
   bool win_ = false;
   bool window_input_ = false;  // fit() is running on the reordered rows
   std::vector<std::size_t> win_perm_, sample_pos_, win_order_;
-  std::vector<double> win_obs_, win_w_;
+  std::vector<double> win_obs_, win_w_, win_col_;
   bool cat1d_ = false;            // one categorical dimension: log masses per choice in cat1d_lp_
   std::vector<double> cat1d_lp_;
   double tmax_ = 0.0, sig_max_ = 0.0;

@@ -444,7 +444,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     const ParzenDim& p0 = dims[0];
     const double s0 = p0.kind == ParzenDim::Kind::Discrete ? p0.step : 0.0;
     const double lo0 = p0.low - 0.5 * s0, hi0 = p0.high + 0.5 * s0;
-    std::vector<double>& col = win_w_;  // scratch: clamped dimension-0 values (as fit's centres)
+    std::vector<double>& col = win_col_;  // scratch: clamped values of one dimension (as fit's centres)
     col.resize(n);
     for (std::size_t i = 0; i < n; ++i) col[i] = std::clamp(obs[i * D], lo0, hi0);
     const std::size_t* src = order;
@@ -477,21 +477,32 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       win_w_.resize(n);
       for (std::size_t j = 0; j < n; ++j) win_w_[j] = weights[win_perm_[j]];
     }
-    if (order) {  // other dimensions' argsorts in the new rows (ties keep input-row order)
-      win_order_.resize(D * n);
-      for (std::size_t j = 0; j < n; ++j) win_order_[j] = j;
-      for (std::size_t d = 1; d < D; ++d)
-        for (std::size_t j = 0; j < n; ++j) {
-          const std::size_t o = order[d * n + j];
-          win_order_[d * n + j] = o < n ? sample_pos_[o] : n;  // an invalid order stays invalid
-        }
+    // Every dimension's argsort in the new rows, ties in input-row order (the caller's, or sorted here on the
+    // input rows; a stable sort of the new rows would break ties by dimension 0 instead).
+    win_order_.resize(D * n);
+    for (std::size_t j = 0; j < n; ++j) win_order_[j] = j;
+    for (std::size_t d = 1; d < D; ++d) {
+      std::size_t* wo = win_order_.data() + d * n;
+      if (dims[d].kind == ParzenDim::Kind::Categorical) {
+        for (std::size_t j = 0; j < n; ++j) wo[j] = j;  // unused
+        continue;
+      }
+      const std::size_t* od = order ? order + d * n : nullptr;
+      if (!od) {
+        const ParzenDim& pd = dims[d];
+        const double sd = pd.kind == ParzenDim::Kind::Discrete ? pd.step : 0.0;
+        for (std::size_t i = 0; i < n; ++i) col[i] = std::clamp(obs[i * D + d], pd.low - 0.5 * sd, pd.high + 0.5 * sd);
+        argsort(col.data(), n);
+        od = order_.data();
+      }
+      for (std::size_t j = 0; j < n; ++j) wo[j] = od[j] < n ? sample_pos_[od[j]] : n;  // invalid stays invalid
     }
     struct Reset {
       bool& flag;
       ~Reset() { flag = false; }
     } reset{window_input_};
     window_input_ = true;
-    fit(dims, win_obs_.data(), n, weights ? win_w_.data() : nullptr, opt, order ? win_order_.data() : nullptr);
+    fit(dims, win_obs_.data(), n, weights ? win_w_.data() : nullptr, opt, win_order_.data());
     return;
   }
   dims_ = dims;
