@@ -15,14 +15,16 @@ void fill(float* p, std::int64_t n, float v) { no_cuda(); }
 void synchronize() { no_cuda(); }
 void conv2d_fwd(const float* x, const float* w, float* y, int N, int Cin, int H, int W, int Cout, int k, int stride, int pad, int Ho, int Wo) { no_cuda(); }
 void conv2d_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int Cin, int H, int W, int Cout, int k, int stride, int pad, int Ho, int Wo) { no_cuda(); }
-void dwconv_fwd(const float* x, const float* w, float* y, int N, int C, int H, int W, int k, int stride, int pad, int dil, int Ho, int Wo) { no_cuda(); }
-void dwconv_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int C, int H, int W, int k, int stride, int pad, int dil, int Ho, int Wo) { no_cuda(); }
+void dwconv_fwd(const float* x, const float* w, float* y, int N, int C, int H, int W, int k, int stride, int pad, int dil, int Ho, int Wo, bool relu_in) { no_cuda(); }
+void dwconv_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int C, int H, int W, int k, int stride, int pad, int dil, int Ho, int Wo, bool relu_in) { no_cuda(); }
 void pw_fwd(const float* x, const float* w, float* y, int N, int Cin, int Cout, int HW) { no_cuda(); }
 void pw_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int Cin, int Cout, int HW) { no_cuda(); }
 void relu_fwd(const float* x, float* y, std::int64_t n) { no_cuda(); }
 void relu_bwd(const float* y, const float* dy, float* dx, std::int64_t n) { no_cuda(); }
 void bn_fwd(const float* x, float* y, const float* gamma, const float* beta, float* mean, float* invstd, float* rmean, float* rvar, int N, int C, int HW, bool training, float momentum, float eps) { no_cuda(); }
-void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd, float* dgamma, float* dbeta, int N, int C, int HW, float scale) { no_cuda(); }
+void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd, float* dgamma, float* dbeta, int N, int C, int HW, float scale, float* dotp, const float* beta) { no_cuda(); }
+void bn_apply(const float* x, float* y, const float* gamma, const float* beta, const float* mean, const float* invstd, int N, int C, int HW, bool relu) { no_cuda(); }
+void channel_dots(const float* x, const float* dy, float* out, int N, int C, int HW) { no_cuda(); }
 void maxpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) { no_cuda(); }
 void maxpool_bwd(const float* x, const float* dy, float* dx, int N, int C, int H, int W, int stride, int Ho, int Wo) { no_cuda(); }
 void avgpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) { no_cuda(); }

@@ -18,9 +18,9 @@ void conv2d_fwd(const float* x, const float* w, float* y, int N, int Cin, int H,
 void conv2d_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int Cin, int H,
                 int W, int Cout, int k, int stride, int pad, int Ho, int Wo);
 void dwconv_fwd(const float* x, const float* w, float* y, int N, int C, int H, int W, int k, int stride, int pad,
-                int dil, int Ho, int Wo);
+                int dil, int Ho, int Wo, bool relu_in);
 void dwconv_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int C, int H, int W,
-                int k, int stride, int pad, int dil, int Ho, int Wo);
+                int k, int stride, int pad, int dil, int Ho, int Wo, bool relu_in);
 void pw_fwd(const float* x, const float* w, float* y, int N, int Cin, int Cout, int HW);
 void pw_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int Cin, int Cout, int HW);
 void relu_fwd(const float* x, float* y, std::int64_t n);
@@ -28,7 +28,10 @@ void relu_bwd(const float* y, const float* dy, float* dx, std::int64_t n);
 void bn_fwd(const float* x, float* y, const float* gamma, const float* beta, float* mean, float* invstd,
             float* rmean, float* rvar, int N, int C, int HW, bool training, float momentum, float eps);
 void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd,
-            float* dgamma, float* dbeta, int N, int C, int HW, float scale);
+            float* dgamma, float* dbeta, int N, int C, int HW, float scale, float* dotp, const float* beta);
+void bn_apply(const float* x, float* y, const float* gamma, const float* beta, const float* mean, const float* invstd,
+              int N, int C, int HW, bool relu);
+void channel_dots(const float* x, const float* dy, float* out, int N, int C, int HW);
 void maxpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo);
 void maxpool_bwd(const float* x, const float* dy, float* dx, int N, int C, int H, int W, int stride, int Ho,
                  int Wo);

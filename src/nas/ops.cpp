@@ -172,7 +172,21 @@ Tensor conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, int s
 }
 
 // ================================================================= depthwise conv
-Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, int pad, int dilation) {
+namespace {
+/// relu(src) into a per-thread plane buffer (cache-resident) for the relu_input variants; src itself otherwise.
+const float* relu_plane(const float* src, std::int64_t n, bool relu) {
+  if (!relu) return src;
+  thread_local std::vector<float> buf;
+  if (static_cast<std::int64_t>(buf.size()) < n) buf.resize(static_cast<std::size_t>(n));
+  float* b = buf.data();
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) b[i] = src[i] > 0.0f ? src[i] : 0.0f;
+  return b;
+}
+}  // namespace
+
+Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, int pad, int dilation,
+                                bool relu_input) {
   check4(x, "x");
   check4(w, "w");
   same_device(x, w, "depthwise_conv2d");
@@ -185,7 +199,7 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
   KT_CHECK(Ho > 0 && Wo > 0, InvalidArgument, "depthwise_conv2d: input ", x.shape_str(), " too small");
   Tensor y({N, C, Ho, Wo}, x.device());
   if (x.is_cuda()) {
-    cuda::dwconv_fwd(x.data(), w.data(), y.data(), N, C, H, W, k, stride, pad, dilation, Ho, Wo);
+    cuda::dwconv_fwd(x.data(), w.data(), y.data(), N, C, H, W, k, stride, pad, dilation, Ho, Wo, relu_input);
     return y;
   }
   const float* xp = x.data();
@@ -195,7 +209,7 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
 #pragma omp parallel for num_threads(nt()) schedule(static) if (planes * Ho * Wo * k * k > kParallelWork)
   for (std::int64_t p = 0; p < planes; ++p) {
     const int c = static_cast<int>(p % C);
-    const float* xs = xp + p * H * W;
+    const float* xs = relu_plane(xp + p * H * W, static_cast<std::int64_t>(H) * W, relu_input);
     float* ys = yp + p * Ho * Wo;
     const float* wc = wp + static_cast<std::int64_t>(c) * k * k;
     std::fill(ys, ys + Ho * Wo, 0.0f);
@@ -225,7 +239,7 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
 }
 
 Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, int stride, int pad,
-                                 int dilation, Tensor* dw) {
+                                 int dilation, Tensor* dw, bool relu_input) {
   check4(x, "x");
   check4(dy, "dy");
   same_device(x, dy, "depthwise_conv2d_backward");
@@ -234,7 +248,7 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
   Tensor dx({N, C, H, W}, x.device());
   if (x.is_cuda()) {
     cuda::dwconv_bwd(x.data(), w.data(), dy.data(), dx.data(), mptr_or_null(dw), N, C, H, W, k, stride, pad,
-                     dilation, Ho, Wo);
+                     dilation, Ho, Wo, relu_input);
     return dx;
   }
   const float* xp = x.data();
@@ -249,7 +263,8 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
     float* dwc = dwp ? dwp + static_cast<std::int64_t>(c) * k * k : nullptr;
     for (int n = 0; n < N; ++n) {
       const std::int64_t p = static_cast<std::int64_t>(n) * C + c;
-      const float* xs = xp + p * H * W;
+      // the input only feeds the weight gradient
+      const float* xs = dwc ? relu_plane(xp + p * H * W, static_cast<std::int64_t>(H) * W, relu_input) : xp + p * H * W;
       const float* dys = dyp + p * Ho * Wo;
       float* dxs = dxp + p * H * W;
       std::fill(dxs, dxs + H * W, 0.0f);
@@ -471,7 +486,7 @@ Tensor batch_norm_forward(const Tensor& x, const Tensor* gamma, const Tensor* be
 }
 
 Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamma, const BatchNormCache& cache,
-                           Tensor* dgamma, Tensor* dbeta, float dy_scale) {
+                           Tensor* dgamma, Tensor* dbeta, float dy_scale, float* dot_partials, const Tensor* beta) {
   check4(x, "x");
   same_device(x, dy, "batch_norm_backward");
   KT_CHECK(cache.mean.defined(), StateError, "batch_norm_backward: no training-mode forward cache");
@@ -479,9 +494,10 @@ Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamm
   Tensor dx(x.shape(), x.device());
   if (x.is_cuda()) {
     cuda::bn_bwd(x.data(), dy.data(), dx.data(), ptr_or_null(gamma), cache.mean.data(), cache.invstd.data(),
-                 mptr_or_null(dgamma), mptr_or_null(dbeta), N, C, HW, dy_scale);
+                 mptr_or_null(dgamma), mptr_or_null(dbeta), N, C, HW, dy_scale, dot_partials, ptr_or_null(beta));
     return dx;
   }
+  const float* bt = ptr_or_null(beta);
   const float* xp = x.data();
   const float* dyp = dy.data();
   float* dxp = dx.data();
@@ -510,6 +526,7 @@ Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamm
     if (dg) dg[c] += static_cast<float>(dy_scale * sdyx);
     if (db) db[c] += static_cast<float>(dy_scale * sdy);
     const float gc = g ? g[c] : 1.0f;
+    if (dot_partials) dot_partials[c] = static_cast<float>(gc * sdyx + (bt ? bt[c] * sdy : 0.0));
     const float k1 = gc * inv * dy_scale;
     const float mdy = static_cast<float>(sdy / M), mdyx = static_cast<float>(sdyx / M);
     for (int n = 0; n < N; ++n) {
@@ -522,6 +539,68 @@ Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamm
     }
   }
   return dx;
+}
+
+Tensor batch_norm_apply(const Tensor& x, const Tensor* gamma, const Tensor* beta, const BatchNormCache& cache,
+                        bool relu) {
+  check4(x, "x");
+  KT_CHECK(cache.mean.defined(), StateError, "batch_norm_apply: no training-mode forward cache");
+  const int N = x.dim(0), C = x.dim(1), HW = x.dim(2) * x.dim(3);
+  KT_CHECK(cache.mean.numel() == C, InvalidArgument, "batch_norm_apply: cache for ", cache.mean.numel(),
+           " channels, input ", x.shape_str());
+  Tensor y(x.shape(), x.device());
+  if (x.is_cuda()) {
+    cuda::bn_apply(x.data(), y.data(), ptr_or_null(gamma), ptr_or_null(beta), cache.mean.data(), cache.invstd.data(),
+                   N, C, HW, relu);
+    return y;
+  }
+  const float* xp = x.data();
+  float* yp = y.data();
+  const float* g = ptr_or_null(gamma);
+  const float* b = ptr_or_null(beta);
+  const float* mp = cache.mean.data();
+  const float* ip = cache.invstd.data();
+#pragma omp parallel for collapse(2) num_threads(nt()) schedule(static) if (static_cast<std::int64_t>(N) * C * HW > 4 * kParallelWork)
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c) {
+      // the same float arithmetic as the forward pass (x * a + sh), so the result is bit-identical to it
+      const float a = ip[c] * (g ? g[c] : 1.0f);
+      const float sh = (b ? b[c] : 0.0f) - mp[c] * a;
+      const std::int64_t o = (static_cast<std::int64_t>(n) * C + c) * HW;
+      if (relu) {
+#pragma omp simd
+        for (int i = 0; i < HW; ++i) {
+          const float v = xp[o + i] * a + sh;
+          yp[o + i] = v > 0.0f ? v : 0.0f;
+        }
+      } else {
+#pragma omp simd
+        for (int i = 0; i < HW; ++i) yp[o + i] = xp[o + i] * a + sh;
+      }
+    }
+  return y;
+}
+
+void channel_dots(const Tensor& x, const Tensor& dy, float* out) {
+  check4(x, "x");
+  same_device(x, dy, "channel_dots");
+  KT_CHECK(x.numel() == dy.numel(), InvalidArgument, "channel_dots: ", x.shape_str(), " vs ", dy.shape_str());
+  const int N = x.dim(0), C = x.dim(1), HW = x.dim(2) * x.dim(3);
+  if (x.is_cuda()) return cuda::channel_dots(x.data(), dy.data(), out, N, C, HW);
+  const float* xp = x.data();
+  const float* dp = dy.data();
+#pragma omp parallel for num_threads(nt()) schedule(static) if (static_cast<std::int64_t>(N) * C * HW > 4 * kParallelWork)
+  for (int c = 0; c < C; ++c) {
+    double s = 0.0;
+    for (int n = 0; n < N; ++n) {
+      const std::int64_t o = (static_cast<std::int64_t>(n) * C + c) * HW;
+      float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+      for (int i = 0; i < HW; ++i) acc += xp[o + i] * dp[o + i];
+      s += acc;
+    }
+    out[c] = static_cast<float>(s);
+  }
 }
 
 // ================================================================= pooling
@@ -817,6 +896,7 @@ Tensor factorized_reduce_forward(const Tensor& x, const Tensor& w1, const Tensor
   c.relu = relu_forward(x);
   c.sub0 = subsample2_forward(c.relu, 0);
   c.sub1 = subsample2_forward(c.relu, 1);
+  c.relu = Tensor();  // the backward takes the ReLU mask from x (x > 0 exactly where relu(x) > 0)
   Tensor a = pointwise_conv_forward(c.sub0, w1);
   Tensor b = pointwise_conv_forward(c.sub1, w2);
   c.cat = concat_channels({&a, &b});
@@ -825,14 +905,15 @@ Tensor factorized_reduce_forward(const Tensor& x, const Tensor& w1, const Tensor
 
 Tensor factorized_reduce_backward(const Tensor& x, const Tensor& w1, const Tensor& w2, const Tensor* gamma,
                                   const Tensor& dy, const FactorizedReduceCache& c, Tensor* dw1, Tensor* dw2,
-                                  Tensor* dgamma, Tensor* dbeta, float dy_scale) {
-  Tensor dcat = batch_norm_backward(c.cat, dy, gamma, c.bn, dgamma, dbeta, dy_scale);
+                                  Tensor* dgamma, Tensor* dbeta, float dy_scale, float* dot_partials,
+                                  const Tensor* beta) {
+  Tensor dcat = batch_norm_backward(c.cat, dy, gamma, c.bn, dgamma, dbeta, dy_scale, dot_partials, beta);
   auto parts = split_channels(dcat, {w1.dim(0), w2.dim(0)});
   Tensor ds0 = pointwise_conv_backward(c.sub0, w1, parts[0], dw1);
   Tensor ds1 = pointwise_conv_backward(c.sub1, w2, parts[1], dw2);
   Tensor dr = subsample2_backward(x.shape(), ds0, 0);
   axpy(dr, subsample2_backward(x.shape(), ds1, 1), 1.0f);
-  return relu_backward(c.relu, dr);
+  return relu_backward(x, dr);
 }
 
 // ================================================================= loss

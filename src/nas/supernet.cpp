@@ -99,12 +99,19 @@ Tensor ParamStore::grad(int id) const { return grads_.view(specs_[id].offset, sp
 // ================================================================= layers
 namespace detail {
 
+/// A candidate-op or helper layer. Memory plan (what a training forward keeps for the backward): a layer
+/// never keeps its input (the caller passes it back to backward()), nor its output (the mixed op's alpha
+/// gradient comes out of the final batch norm's backward); it keeps only tensors that are expensive to
+/// recompute (convolution outputs that feed a batch norm or a GEMM), and recomputes the cheap ones
+/// (ReLU masks, pooling, batch-norm outputs) in the backward.
 class Layer {
  public:
   virtual ~Layer() = default;
   virtual Tensor forward(const Tensor& x, const PassContext& ctx) = 0;
-  /// Backward of the loss whose output gradient is scale * dy.
-  virtual Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) = 0;
+  /// Backward for the forward input x of the loss whose output gradient is scale * dy. With `dot` (one float
+  /// per output channel, on the device) it also writes the per-channel terms of <dy, output>.
+  virtual Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
+                          float* dot = nullptr) = 0;
 };
 
 }  // namespace detail
@@ -125,7 +132,8 @@ struct GradRef {
   }
 };
 
-/// Batch norm with running statistics; affine optional.
+/// Batch norm with running statistics; affine optional. Keeps only its per-channel statistics: the owner
+/// passes the input back to backward().
 class BatchNorm {
  public:
   BatchNorm(ParamStore& p, ParamStore& b, int C, bool affine) {
@@ -137,110 +145,128 @@ class BatchNorm {
     rv_ = b.add({C}, ParamStore::Init::One);
   }
   Tensor forward(const Tensor& x, const PassContext& ctx) {
-    x_ = x;
     Tensor g, bt, rm = ctx.buffers->value(rm_), rv = ctx.buffers->value(rv_);
-    if (gamma_ >= 0) {
-      g = ctx.params->value(gamma_);
-      bt = ctx.params->value(beta_);
-    }
+    affine(ctx, g, bt);
     return batch_norm_forward(x, gamma_ >= 0 ? &g : nullptr, gamma_ >= 0 ? &bt : nullptr, ctx.training, &cache_, &rm,
                               &rv);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) {
-    Tensor g;
-    if (gamma_ >= 0) g = ctx.params->value(gamma_);
+  /// The training forward's output (ReLU'd when `relu`) recomputed from its input x.
+  Tensor apply(const Tensor& x, const PassContext& ctx, bool relu) const {
+    Tensor g, bt;
+    affine(ctx, g, bt);
+    return batch_norm_apply(x, gamma_ >= 0 ? &g : nullptr, gamma_ >= 0 ? &bt : nullptr, cache_, relu);
+  }
+  Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale, float* dot) {
+    Tensor g, bt;
+    affine(ctx, g, bt);
     GradRef dg(ctx, gamma_), db(ctx, beta_);
-    Tensor dx = batch_norm_backward(x_, dy, gamma_ >= 0 ? &g : nullptr, cache_, dg.ptr, db.ptr, scale);
-    x_ = Tensor();
+    Tensor dx = batch_norm_backward(x, dy, gamma_ >= 0 ? &g : nullptr, cache_, dg.ptr, db.ptr, scale, dot,
+                                    gamma_ >= 0 ? &bt : nullptr);
+    cache_ = BatchNormCache();
     return dx;
   }
 
  private:
+  void affine(const PassContext& ctx, Tensor& g, Tensor& bt) const {
+    if (gamma_ >= 0) {
+      g = ctx.params->value(gamma_);
+      bt = ctx.params->value(beta_);
+    }
+  }
   int gamma_ = -1, beta_ = -1, rm_ = -1, rv_ = -1;
-  Tensor x_;
   BatchNormCache cache_;
 };
 
-/// Depthwise conv (k, stride, dilation) -> pointwise conv -> BN; input is already ReLU'd.
-class DwPwBn {
+/// ReLU -> depthwise conv (k, stride, dilation) -> pointwise conv -> BN. The ReLU is fused into the
+/// depthwise convolution's reads (no ReLU tensor); the backward returns dL/d relu(x), i.e. WITHOUT the
+/// ReLU mask, which the caller applies once for all consumers of the same input.
+/// Keeps the depthwise output (the GEMM's input) and the pointwise output (the BN's input).
+class ReluDwPwBn {
  public:
-  DwPwBn(ParamStore& p, ParamStore& b, int Cin, int Cout, int k, int stride, int dilation, bool affine)
+  ReluDwPwBn(ParamStore& p, ParamStore& b, int Cin, int Cout, int k, int stride, int dilation, bool affine)
       : k_(k), stride_(stride), dil_(dilation), pad_(dilation * (k - 1) / 2), bn_(p, b, Cout, affine) {
     dw_ = p.add({Cin, 1, k, k}, ParamStore::Init::KaimingUniform, k * k);
     pw_ = p.add({Cout, Cin}, ParamStore::Init::KaimingUniform, Cin);
   }
   Tensor forward(const Tensor& x, const PassContext& ctx) {
-    x_ = x;
-    mid_ = depthwise_conv2d_forward(x, ctx.params->value(dw_), stride_, pad_, dil_);
-    return bn_.forward(pointwise_conv_forward(mid_, ctx.params->value(pw_)), ctx);
+    Tensor mid = depthwise_conv2d_forward(x, ctx.params->value(dw_), stride_, pad_, dil_, true);
+    Tensor z = pointwise_conv_forward(mid, ctx.params->value(pw_));
+    if (ctx.training) {
+      mid_ = mid;
+      z_ = z;
+    }
+    return bn_.forward(z, ctx);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) {
-    Tensor d = bn_.backward(dy, ctx, scale);
+  /// The training forward's output, recomputed.
+  Tensor output(const PassContext& ctx) const { return bn_.apply(z_, ctx, false); }
+  Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
+                  float* dot = nullptr) {
+    KT_CHECK(z_.defined(), StateError, "nas: backward without a training-mode forward");
+    Tensor d = bn_.backward(z_, dy, ctx, scale, dot);
+    z_ = Tensor();
     GradRef gpw(ctx, pw_), gdw(ctx, dw_);
     d = pointwise_conv_backward(mid_, ctx.params->value(pw_), d, gpw.ptr);
-    d = depthwise_conv2d_backward(x_, ctx.params->value(dw_), d, stride_, pad_, dil_, gdw.ptr);
-    x_ = mid_ = Tensor();
-    return d;
+    mid_ = Tensor();
+    return depthwise_conv2d_backward(x, ctx.params->value(dw_), d, stride_, pad_, dil_, gdw.ptr, true);
   }
 
  private:
   int k_, stride_, dil_, pad_;
   int dw_ = -1, pw_ = -1;
   BatchNorm bn_;
-  Tensor x_, mid_;
+  Tensor mid_, z_;
 };
 
-/// DARTS SepConv on a ReLU'd input: [dw(stride) pw BN] ReLU [dw pw BN].
+/// DARTS SepConv: [ReLU dw(stride) pw BN] [ReLU dw pw BN]. The first half's output is recomputed in the
+/// backward from its BN's input. Like ReluDwPwBn, the backward returns the gradient without the outer ReLU mask.
 class SepConv : public Layer {
  public:
   SepConv(ParamStore& p, ParamStore& b, int C, int k, int stride, bool affine)
       : a_(p, b, C, C, k, stride, 1, affine), b_(p, b, C, C, k, 1, 1, affine) {}
-  Tensor forward(const Tensor& x, const PassContext& ctx) override {
-    r_ = relu_forward(a_.forward(x, ctx));
-    return b_.forward(r_, ctx);
-  }
-  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override {
-    Tensor d = relu_backward(r_, b_.backward(dy, ctx, scale));
-    r_ = Tensor();
-    return a_.backward(d, ctx);
+  Tensor forward(const Tensor& x, const PassContext& ctx) override { return b_.forward(a_.forward(x, ctx), ctx); }
+  Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
+                  float* dot = nullptr) override {
+    Tensor t = a_.output(ctx);
+    Tensor d = relu_backward(t, b_.backward(t, dy, ctx, scale, dot));
+    t = Tensor();
+    return a_.backward(x, d, ctx);
   }
 
  private:
-  DwPwBn a_, b_;
-  Tensor r_;
+  ReluDwPwBn a_, b_;
 };
 
-/// DARTS DilConv on a ReLU'd input: dw(k, stride, dilation 2) pw BN.
+/// DARTS DilConv: ReLU dw(k, stride, dilation 2) pw BN (backward without the ReLU mask, as ReluDwPwBn).
 class DilConv : public Layer {
  public:
   DilConv(ParamStore& p, ParamStore& b, int C, int k, int stride, bool affine) : a_(p, b, C, C, k, stride, 2, affine) {}
   Tensor forward(const Tensor& x, const PassContext& ctx) override { return a_.forward(x, ctx); }
-  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override { return a_.backward(dy, ctx, scale); }
+  Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
+                  float* dot = nullptr) override {
+    return a_.backward(x, dy, ctx, scale, dot);
+  }
 
  private:
-  DwPwBn a_;
+  ReluDwPwBn a_;
 };
 
-/// 3x3 max/avg pool followed by BN without affine (as in DARTS' search MixedOp).
+/// 3x3 max/avg pool followed by BN without affine (as in DARTS' search MixedOp). The pooled tensor is
+/// recomputed in the backward (a 3x3 window pass) instead of being kept.
 class PoolBn : public Layer {
  public:
   PoolBn(ParamStore& p, ParamStore& b, int C, int stride, bool max) : stride_(stride), max_(max), bn_(p, b, C, false) {}
-  Tensor forward(const Tensor& x, const PassContext& ctx) override {
-    x_ = x;
-    return bn_.forward(max_ ? max_pool3x3_forward(x, stride_) : avg_pool3x3_forward(x, stride_), ctx);
-  }
-  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override {
-    Tensor d = bn_.backward(dy, ctx, scale);
-    d = max_ ? max_pool3x3_backward(x_, d, stride_) : avg_pool3x3_backward(x_.shape(), d, stride_);
-    x_ = Tensor();
-    return d;
+  Tensor forward(const Tensor& x, const PassContext& ctx) override { return bn_.forward(pool(x), ctx); }
+  Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
+                  float* dot = nullptr) override {
+    Tensor d = bn_.backward(pool(x), dy, ctx, scale, dot);
+    return max_ ? max_pool3x3_backward(x, d, stride_) : avg_pool3x3_backward(x.shape(), d, stride_);
   }
 
  private:
+  Tensor pool(const Tensor& x) const { return max_ ? max_pool3x3_forward(x, stride_) : avg_pool3x3_forward(x, stride_); }
   int stride_;
   bool max_;
   BatchNorm bn_;
-  Tensor x_;
 };
 
 /// DARTS FactorizedReduce (Cin -> Cout, halves H and W).
@@ -258,54 +284,64 @@ class FactorizedReduce : public Layer {
     rv_ = b.add({Cout}, ParamStore::Init::One);
   }
   Tensor forward(const Tensor& x, const PassContext& ctx) override {
-    x_ = x;
     Tensor g, bt, rm = ctx.buffers->value(rm_), rv = ctx.buffers->value(rv_);
     if (g_ >= 0) {
       g = ctx.params->value(g_);
       bt = ctx.params->value(b_);
     }
-    return factorized_reduce_forward(x, ctx.params->value(w1_), ctx.params->value(w2_), g_ >= 0 ? &g : nullptr,
-                                     g_ >= 0 ? &bt : nullptr, ctx.training, &cache_, &rm, &rv);
+    FactorizedReduceCache local;
+    Tensor y = factorized_reduce_forward(x, ctx.params->value(w1_), ctx.params->value(w2_), g_ >= 0 ? &g : nullptr,
+                                         g_ >= 0 ? &bt : nullptr, ctx.training, ctx.training ? &cache_ : &local,
+                                         &rm, &rv);
+    return y;
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override {
-    Tensor g;
-    if (g_ >= 0) g = ctx.params->value(g_);
+  Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
+                  float* dot = nullptr) override {
+    Tensor g, bt;
+    if (g_ >= 0) {
+      g = ctx.params->value(g_);
+      bt = ctx.params->value(b_);
+    }
     GradRef d1(ctx, w1_), d2(ctx, w2_), dg(ctx, g_), db(ctx, b_);
-    Tensor dx = factorized_reduce_backward(x_, ctx.params->value(w1_), ctx.params->value(w2_), g_ >= 0 ? &g : nullptr,
-                                           dy, cache_, d1.ptr, d2.ptr, dg.ptr, db.ptr, scale);
-    x_ = Tensor();
+    Tensor dx = factorized_reduce_backward(x, ctx.params->value(w1_), ctx.params->value(w2_), g_ >= 0 ? &g : nullptr,
+                                           dy, cache_, d1.ptr, d2.ptr, dg.ptr, db.ptr, scale, dot,
+                                           g_ >= 0 ? &bt : nullptr);
     cache_ = FactorizedReduceCache();
     return dx;
   }
 
  private:
   int w1_ = -1, w2_ = -1, g_ = -1, b_ = -1, rm_ = -1, rv_ = -1;
-  Tensor x_;
   FactorizedReduceCache cache_;
 };
 
-/// ReLU -> 1x1 conv -> BN (cell preprocessing).
+/// ReLU -> 1x1 conv -> BN (cell preprocessing). Keeps the conv output (the BN's input); the ReLU of the
+/// input is recomputed in the backward.
 class ReluConvBn : public Layer {
  public:
   ReluConvBn(ParamStore& p, ParamStore& b, int Cin, int Cout, bool affine) : bn_(p, b, Cout, affine) {
     w_ = p.add({Cout, Cin}, ParamStore::Init::KaimingUniform, Cin);
   }
   Tensor forward(const Tensor& x, const PassContext& ctx) override {
-    r_ = relu_forward(x);
-    return bn_.forward(pointwise_conv_forward(r_, ctx.params->value(w_)), ctx);
+    Tensor z = pointwise_conv_forward(relu_forward(x), ctx.params->value(w_));
+    if (ctx.training) z_ = z;
+    return bn_.forward(z, ctx);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override {
+  Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
+                  float* dot = nullptr) override {
+    KT_CHECK(z_.defined(), StateError, "nas: backward without a training-mode forward");
     GradRef gw(ctx, w_);
-    Tensor d = pointwise_conv_backward(r_, ctx.params->value(w_), bn_.backward(dy, ctx, scale), gw.ptr);
-    d = relu_backward(r_, d);
-    r_ = Tensor();
-    return d;
+    Tensor d = bn_.backward(z_, dy, ctx, scale, dot);
+    z_ = Tensor();
+    Tensor r = relu_forward(x);
+    d = pointwise_conv_backward(r, ctx.params->value(w_), d, gw.ptr);
+    return relu_backward(r, d);
   }
 
  private:
   int w_ = -1;
   BatchNorm bn_;
-  Tensor r_;
+  Tensor z_;
 };
 
 /// 3x3 conv -> BN (affine), the network stem.
@@ -315,21 +351,24 @@ class Stem : public Layer {
     w_ = p.add({Cout, Cin, 3, 3}, ParamStore::Init::KaimingUniform, Cin * 9);
   }
   Tensor forward(const Tensor& x, const PassContext& ctx) override {
-    x_ = x;
-    return bn_.forward(conv2d_forward(x, ctx.params->value(w_), 1, 1), ctx);
+    Tensor z = conv2d_forward(x, ctx.params->value(w_), 1, 1);
+    if (ctx.training) z_ = z;
+    return bn_.forward(z, ctx);
   }
-  Tensor backward(const Tensor& dy, const PassContext& ctx, float scale = 1.0f) override {
+  Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
+                  float* dot = nullptr) override {
+    KT_CHECK(z_.defined(), StateError, "nas: backward without a training-mode forward");
     GradRef gw(ctx, w_);
-    Tensor d = bn_.backward(dy, ctx, scale);
-    if (gw.ptr) conv2d_backward(x_, ctx.params->value(w_), d, 1, 1, gw.ptr);  // dx of the input is not needed
-    x_ = Tensor();
+    Tensor d = bn_.backward(z_, dy, ctx, scale, dot);
+    z_ = Tensor();
+    if (gw.ptr) conv2d_backward(x, ctx.params->value(w_), d, 1, 1, gw.ptr);  // dx of the input is not needed
     return Tensor();
   }
 
  private:
   int w_ = -1;
   BatchNorm bn_;
-  Tensor x_;
+  Tensor z_;
 };
 
 bool takes_relu(OpKind k) {
@@ -362,7 +401,6 @@ MixedOp::MixedOp(ParamStore& p, ParamStore& b, int C, int stride, const std::vec
       case OpKind::DilConv3x3: l = std::make_unique<DilConv>(p, b, C, 3, stride, affine); break;
       case OpKind::DilConv5x5: l = std::make_unique<DilConv>(p, b, C, 5, stride, affine); break;
     }
-    uses_relu_ = uses_relu_ || takes_relu(k);
     layers_.push_back(std::move(l));
   }
 }
@@ -378,18 +416,17 @@ Tensor MixedOp::forward(const Tensor& x, const float* alpha, const PassContext& 
   for (int k = 0; k < K; ++k) z += std::exp(static_cast<double>(alpha[k] - m));
   for (int k = 0; k < K; ++k) w_[k] = static_cast<float>(std::exp(static_cast<double>(alpha[k] - m)) / z);
 
-  x_ = x;
-  relu_ = uses_relu_ ? relu_forward(x) : Tensor();
-  outs_.assign(K, Tensor());
+  if (ctx.training) x_ = x;
+  std::vector<Tensor> outs(K);  // released on return: the backward needs none of them
   std::vector<const Tensor*> parts;
   std::vector<float> ws;
   for (int k = 0; k < K; ++k) {
     if (ops_[k] == OpKind::None) continue;
     if (layers_[k])
-      outs_[k] = layers_[k]->forward(takes_relu(ops_[k]) ? relu_ : x, ctx);
+      outs[k] = layers_[k]->forward(x, ctx);  // the conv ops apply their ReLU inside
     else
-      outs_[k] = x;  // identity
-    parts.push_back(&outs_[k]);
+      outs[k] = x;  // identity
+    parts.push_back(&outs[k]);
     ws.push_back(w_[k]);
   }
   if (parts.empty()) {  // only 'none': the zero op of the right (possibly strided) shape
@@ -399,26 +436,19 @@ Tensor MixedOp::forward(const Tensor& x, const float* alpha, const PassContext& 
 }
 
 Tensor MixedOp::backward(const Tensor& dy, float* dalpha, const PassContext& ctx) {
+  KT_CHECK(x_.defined(), StateError, "nas: mixed-op backward without a training-mode forward");
   const int K = num_ops();
-  if (ctx.alpha_grads && dalpha) {
-    std::vector<const Tensor*> parts;
-    std::vector<int> idx;
-    for (int k = 0; k < K; ++k)
-      if (ops_[k] != OpKind::None) {
-        parts.push_back(&outs_[k]);
-        idx.push_back(k);
-      }
-    std::vector<double> g(K, 0.0);  // g_k = <dy, o_k>, zero for 'none'
-    auto dots = batched_dot(parts, dy);
-    for (std::size_t i = 0; i < idx.size(); ++i) g[idx[i]] = dots[i];
-    double wg = 0.0;
-    for (int k = 0; k < K; ++k) wg += w_[k] * g[k];
-    for (int k = 0; k < K; ++k) dalpha[k] += static_cast<float>(w_[k] * (g[k] - wg));
-  }
-  Tensor dx, drelu;
+  const bool want_alpha = ctx.alpha_grads && dalpha;
+  const int C = dy.dim(1);
+  // per op and output channel: the terms of g_k = <dy, o_k>, written by each op's final batch norm (or by
+  // channel_dots for the identity), then read back in one copy
+  Tensor partials = want_alpha ? Tensor({K, C}, dy.device()) : Tensor();
+  Tensor dx, drelu;  // drelu: the conv ops' gradients w.r.t. relu(x), masked once below
   for (int k = 0; k < K; ++k) {
     if (ops_[k] == OpKind::None) continue;
+    float* row = want_alpha ? partials.data() + static_cast<std::ptrdiff_t>(k) * C : nullptr;
     if (!layers_[k]) {  // identity: d/dx = w_k dy
+      if (row) channel_dots(x_, dy, row);
       if (!dx.defined()) {
         dx = Tensor(dy.shape(), dy.device());
         dx.zero();
@@ -426,13 +456,24 @@ Tensor MixedOp::backward(const Tensor& dy, float* dalpha, const PassContext& ctx
       axpy(dx, dy, w_[k]);
       continue;
     }
-    Tensor di = layers_[k]->backward(dy, ctx, w_[k]);  // every op ends in batch norm, which fuses the scale
-    accumulate(takes_relu(ops_[k]) ? drelu : dx, di);
+    const bool r = takes_relu(ops_[k]);
+    Tensor di = layers_[k]->backward(x_, dy, ctx, w_[k], row);  // every op ends in BN, which fuses w_k
+    accumulate(r ? drelu : dx, di);
   }
-  if (drelu.defined()) accumulate(dx, relu_backward(relu_, drelu));
+  if (drelu.defined()) accumulate(dx, relu_backward(x_, drelu));
   if (!dx.defined()) dx = Tensor::zeros(x_.shape(), x_.device());
-  outs_.clear();
-  x_ = relu_ = Tensor();
+  if (want_alpha) {
+    const std::vector<float> host = partials.to_host();
+    std::vector<double> g(K, 0.0);  // g_k = <dy, o_k>, zero for 'none'
+    for (int k = 0; k < K; ++k) {
+      if (ops_[k] == OpKind::None) continue;
+      for (int c = 0; c < C; ++c) g[k] += host[static_cast<std::size_t>(k) * C + c];
+    }
+    double wg = 0.0;
+    for (int k = 0; k < K; ++k) wg += w_[k] * g[k];
+    for (int k = 0; k < K; ++k) dalpha[k] += static_cast<float>(w_[k] * (g[k] - wg));
+  }
+  x_ = Tensor();
   return dx;
 }
 
@@ -455,25 +496,31 @@ class Cell {
   bool reduction() const { return reduction_; }
 
   Tensor forward(const Tensor& s0, const Tensor& s1, const float* alpha, int K, const PassContext& ctx) {
-    states_.assign(2 + nodes_, Tensor());
-    states_[0] = pre0_->forward(s0, ctx);
-    states_[1] = pre1_->forward(s1, ctx);
+    std::vector<Tensor> states(2 + nodes_);
+    states[0] = pre0_->forward(s0, ctx);
+    states[1] = pre1_->forward(s1, ctx);
     int e = 0;
     for (int i = 0; i < nodes_; ++i) {
       Tensor acc;
       for (int j = 0; j < 2 + i; ++j, ++e) {
-        Tensor o = edges_[e].forward(states_[j], alpha + static_cast<std::ptrdiff_t>(e) * K, ctx);
+        Tensor o = edges_[e].forward(states[j], alpha + static_cast<std::ptrdiff_t>(e) * K, ctx);
         accumulate(acc, o);
       }
-      states_[2 + i] = acc;
+      states[2 + i] = acc;
     }
     std::vector<const Tensor*> parts;
-    for (int i = 2 + nodes_ - mult_; i < 2 + nodes_; ++i) parts.push_back(&states_[i]);
-    return concat_channels(parts);
+    for (int i = 2 + nodes_ - mult_; i < 2 + nodes_; ++i) parts.push_back(&states[i]);
+    Tensor out = concat_channels(parts);
+    if (ctx.training) {  // the node states are the edges' inputs: the mixed ops hold them; keep the shapes
+      shapes_.clear();
+      for (int j = 0; j < 2; ++j) shapes_.push_back(states[j].shape());
+    }
+    return out;
   }
 
-  /// Returns {ds0, ds1}; adds architecture gradients into dalpha.
-  std::pair<Tensor, Tensor> backward(const Tensor& dout, float* dalpha, int K, const PassContext& ctx) {
+  /// Backward for the forward inputs s0, s1. Returns {ds0, ds1}; adds architecture gradients into dalpha.
+  std::pair<Tensor, Tensor> backward(const Tensor& s0, const Tensor& s1, const Tensor& dout, float* dalpha, int K,
+                                     const PassContext& ctx) {
     std::vector<Tensor> ds(2 + nodes_);
     auto parts = split_channels(dout, std::vector<int>(mult_, C_));
     for (int i = 0; i < mult_; ++i) ds[2 + nodes_ - mult_ + i] = parts[i];
@@ -486,10 +533,9 @@ class Cell {
       }
     }
     for (int j = 0; j < 2; ++j)
-      if (!ds[j].defined()) ds[j] = Tensor::zeros(states_[j].shape(), states_[j].device());
-    Tensor d0 = pre0_->backward(ds[0], ctx);
-    Tensor d1 = pre1_->backward(ds[1], ctx);
-    states_.clear();
+      if (!ds[j].defined()) ds[j] = Tensor::zeros(shapes_[j], dout.device());
+    Tensor d0 = pre0_->backward(s0, ds[0], ctx);
+    Tensor d1 = pre1_->backward(s1, ds[1], ctx);
     return {d0, d1};
   }
 
@@ -498,7 +544,7 @@ class Cell {
   bool reduction_;
   std::unique_ptr<Layer> pre0_, pre1_;
   std::vector<MixedOp> edges_;
-  std::vector<Tensor> states_;
+  std::vector<std::vector<int>> shapes_;
 };
 
 }  // namespace detail
@@ -576,12 +622,14 @@ PassResult Supernet::forward_backward(const Tensor& x, const Tensor& labels, boo
   ds.back() = global_avg_pool_backward(states_.back().shape(), dp);
   for (int i = static_cast<int>(cells_.size()) - 1; i >= 0; --i) {
     float* da = alpha_grad_.data() + (cells_[i]->reduction() ? static_cast<std::ptrdiff_t>(E) * K : 0);
-    auto [d0, d1] = cells_[i]->backward(ds[i + 1], da, K, ctx);
+    const Tensor& s0 = states_[i == 0 ? 0 : i - 1];
+    const Tensor& s1 = states_[i];
+    auto [d0, d1] = cells_[i]->backward(s0, s1, ds[i + 1], da, K, ctx);
     accumulate(ds[i == 0 ? 0 : i - 1], d0);
     accumulate(ds[i], d1);
     ds[i + 1] = Tensor();
   }
-  if (grad_weights) stem_->backward(ds[0], ctx);
+  if (grad_weights) stem_->backward(x, ds[0], ctx);
   states_.clear();
   pooled_ = Tensor();
   return r;

@@ -23,17 +23,20 @@ int conv_out_size(int in, int k, int stride, int pad, int dilation = 1) noexcept
 /// Dense convolution (used for the 3x3 stem), no bias.
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, int stride, int pad);
 Tensor conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, int stride, int pad, Tensor* dw);
-/// Depthwise convolution, one k x k filter per channel, with stride and dilation.
-Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, int pad, int dilation);
+/// Depthwise convolution, one k x k filter per channel, with stride and dilation. With `relu_input` the
+/// convolution reads relu(x) on the fly (x is the pre-activation; no ReLU tensor is made) and the backward
+/// returns dL/d relu(x): the caller applies the ReLU mask (relu_backward(x, .)), once for all consumers.
+Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, int pad, int dilation,
+                                bool relu_input = false);
 Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, int stride, int pad,
-                                 int dilation, Tensor* dw);
+                                 int dilation, Tensor* dw, bool relu_input = false);
 /// 1x1 convolution as a GEMM per image: y[n] = W x[n] with W [Cout, Cin].
 Tensor pointwise_conv_forward(const Tensor& x, const Tensor& w);
 Tensor pointwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dw);
 
 // ----------------------------------------------------------------- activations / normalisation
 Tensor relu_forward(const Tensor& x);
-/// Uses the forward OUTPUT y as the mask (y > 0).
+/// Uses the forward OUTPUT y as the mask (y > 0); the input x works as well (x > 0 exactly where y > 0).
 Tensor relu_backward(const Tensor& y, const Tensor& dy);
 
 /// Per-channel statistics saved by batch_norm_forward in training mode.
@@ -48,9 +51,18 @@ Tensor batch_norm_forward(const Tensor& x, const Tensor* gamma, const Tensor* be
                           BatchNormCache* cache, Tensor* running_mean, Tensor* running_var,
                           float momentum = 0.1f, float eps = 1e-5f);
 /// Training-mode backward of the loss whose output gradient is dy_scale * dy (the scale is fused into the
-/// pass; the mixed op uses it for its softmax weights).
+/// pass; the mixed op uses it for its softmax weights). With `dot_partials` (C floats on x's device) it also
+/// writes, per channel c, the c-th term of <dy, y> for the forward output y = gamma * xhat + beta (unscaled dy;
+/// beta may be null): the mixed op's architecture gradient without keeping y.
 Tensor batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamma, const BatchNormCache& cache,
-                           Tensor* dgamma, Tensor* dbeta, float dy_scale = 1.0f);
+                           Tensor* dgamma, Tensor* dbeta, float dy_scale = 1.0f, float* dot_partials = nullptr,
+                           const Tensor* beta = nullptr);
+/// Re-applies a training-mode forward from its input and cache: gamma * (x - mean) * invstd + beta, then
+/// ReLU when `relu` (recomputation instead of keeping the output).
+Tensor batch_norm_apply(const Tensor& x, const Tensor* gamma, const Tensor* beta, const BatchNormCache& cache,
+                        bool relu);
+/// Per-channel <x, dy>: out[c] = sum over n, h, w of x * dy (C floats on x's device).
+void channel_dots(const Tensor& x, const Tensor& dy, float* out);
 
 // ----------------------------------------------------------------- pooling / reshaping
 /// 3x3 max pool, padding 1.
@@ -75,8 +87,8 @@ Tensor linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tenso
 /// Factorized reduce (DARTS): ReLU, two 1x1 stride-2 convolutions (the second on x shifted by one pixel),
 /// channel concat, batch norm. w1, w2: [Cout/2, Cin]. Needs even H and W.
 struct FactorizedReduceCache {
-  Tensor relu;  ///< relu(x)
-  Tensor sub0, sub1;  ///< subsampled inputs
+  Tensor relu;  ///< relu(x) during the forward only (released; the backward takes the mask from x)
+  Tensor sub0, sub1;  ///< subsampled (ReLU'd) inputs
   Tensor cat;  ///< pre-BN output
   BatchNormCache bn;
 };
@@ -85,7 +97,8 @@ Tensor factorized_reduce_forward(const Tensor& x, const Tensor& w1, const Tensor
                                  Tensor* running_mean, Tensor* running_var);
 Tensor factorized_reduce_backward(const Tensor& x, const Tensor& w1, const Tensor& w2, const Tensor* gamma,
                                   const Tensor& dy, const FactorizedReduceCache& cache, Tensor* dw1,
-                                  Tensor* dw2, Tensor* dgamma, Tensor* dbeta, float dy_scale = 1.0f);
+                                  Tensor* dw2, Tensor* dgamma, Tensor* dbeta, float dy_scale = 1.0f,
+                                  float* dot_partials = nullptr, const Tensor* beta = nullptr);
 
 // ----------------------------------------------------------------- loss
 struct CrossEntropyResult {

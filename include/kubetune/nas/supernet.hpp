@@ -87,7 +87,9 @@ class Cell;
 
 /// Mixed operation: y = sum_k softmax(alpha)_k op_k(x). The combine is one fused pass over the K op
 /// outputs; the backward returns dL/dx and adds dL/dalpha (through the softmax Jacobian) into `dalpha`.
-/// The leading ReLU of the convolutional ops is computed once and shared.
+/// The leading ReLU of the convolutional ops is fused into their depthwise convolutions (no ReLU tensor), and
+/// its mask is applied once to their summed input gradient. The op outputs are not kept: <dL/dy, o_k> comes
+/// out of each op's final batch-norm backward.
 class MixedOp {
  public:
   MixedOp(ParamStore& params, ParamStore& buffers, int channels, int stride, const std::vector<OpKind>& ops,
@@ -101,9 +103,7 @@ class MixedOp {
  private:
   std::vector<OpKind> ops_;
   std::vector<std::unique_ptr<detail::Layer>> layers_;  // null for none / skip (stride 1)
-  bool uses_relu_ = false;
-  Tensor x_, relu_;
-  std::vector<Tensor> outs_;
+  Tensor x_;  // the edge input (a node state: shared, not a copy); ReLU and op outputs are recomputed / not kept
   std::vector<float> w_;
 };
 

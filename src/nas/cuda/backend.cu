@@ -165,7 +165,7 @@ __global__ void k_col2im(const float* col, float* dx, int N, int Cin, int H, int
 }
 
 __global__ void k_dw_fwd(const float* x, const float* w, float* y, int N, int C, int H, int W, int k, int stride,
-                         int pad, int dil, int Ho, int Wo) {
+                         int pad, int dil, int Ho, int Wo, bool relu_in) {
   const std::int64_t total = (std::int64_t)N * C * Ho * Wo;
   GRID_STRIDE(i, total) {
     int ow = i % Wo;
@@ -181,7 +181,10 @@ __global__ void k_dw_fwd(const float* x, const float* w, float* y, int N, int C,
       if (ih < 0 || ih >= H) continue;
       for (int kw = 0; kw < k; ++kw) {
         int iw = ow * stride - pad + kw * dil;
-        if (iw >= 0 && iw < W) s += wc[kh * k + kw] * xs[ih * W + iw];
+        if (iw >= 0 && iw < W) {
+          const float v = xs[ih * W + iw];
+          s += wc[kh * k + kw] * (relu_in ? fmaxf(v, 0.f) : v);
+        }
       }
     }
     y[i] = s;
@@ -216,7 +219,7 @@ __global__ void k_dw_bwd_x(const float* w, const float* dy, float* dx, int N, in
 }
 /// One block per (c, kh, kw): dw += sum over n, oh, ow of dy * x.
 __global__ void k_dw_bwd_w(const float* x, const float* dy, float* dw, int N, int C, int H, int W, int k, int stride,
-                           int pad, int dil, int Ho, int Wo) {
+                           int pad, int dil, int Ho, int Wo, bool relu_in) {
   const int idx = blockIdx.x;  // c * k * k + kh * k + kw
   const int c = idx / (k * k), kh = (idx / k) % k, kw = idx % k;
   const std::int64_t per = (std::int64_t)Ho * Wo, total = (std::int64_t)N * per;
@@ -226,8 +229,10 @@ __global__ void k_dw_bwd_w(const float* x, const float* dy, float* dw, int N, in
     int r = (int)(j % per);
     int oh = r / Wo, ow = r % Wo;
     int ih = oh * stride - pad + kh * dil, iw = ow * stride - pad + kw * dil;
-    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-      s += dy[((std::int64_t)n * C + c) * per + r] * x[(((std::int64_t)n * C + c) * H + ih) * W + iw];
+    if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
+      const float v = x[(((std::int64_t)n * C + c) * H + ih) * W + iw];
+      s += dy[((std::int64_t)n * C + c) * per + r] * (relu_in ? fmaxf(v, 0.f) : v);
+    }
   }
   __shared__ float sh[32];
   for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
@@ -284,7 +289,8 @@ __global__ void k_bn_fwd(const float* x, float* y, const float* gamma, const flo
   }
 }
 __global__ void k_bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean,
-                         const float* invstd, float* dgamma, float* dbeta, int N, int C, int HW, float scale) {
+                         const float* invstd, float* dgamma, float* dbeta, int N, int C, int HW, float scale,
+                         float* dotp, const float* beta) {
   __shared__ float sh[32];
   const int c = blockIdx.x;
   const std::int64_t M = (std::int64_t)N * HW;
@@ -300,12 +306,36 @@ __global__ void k_bn_bwd(const float* x, const float* dy, float* dx, const float
   if (threadIdx.x == 0) {
     if (dgamma) dgamma[c] += scale * sdyx;
     if (dbeta) dbeta[c] += scale * sdy;
+    // <dy, gamma * xhat + beta> for this channel (unscaled dy): the mixed op's alpha gradient term
+    if (dotp) dotp[c] = (gamma ? gamma[c] : 1.f) * sdyx + (beta ? beta[c] * sdy : 0.f);
   }
   const float k1 = (gamma ? gamma[c] : 1.f) * inv * scale, mdy = sdy / (float)M, mdyx = sdyx / (float)M;
   for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
     std::int64_t o = ((std::int64_t)(j / HW) * C + c) * HW + j % HW;
     dx[o] = k1 * (dy[o] - mdy - (x[o] - mu) * inv * mdyx);
   }
+}
+
+__global__ void k_bn_apply(const float* x, float* y, const float* gamma, const float* beta, const float* mean,
+                           const float* invstd, int C, int HW, std::int64_t n, bool relu) {
+  GRID_STRIDE(i, n) {
+    const int c = (int)((i / HW) % C);
+    const float a = invstd[c] * (gamma ? gamma[c] : 1.f), b = (beta ? beta[c] : 0.f) - mean[c] * a;
+    const float v = x[i] * a + b;  // as k_bn_fwd computes it
+    y[i] = relu && v < 0.f ? 0.f : v;
+  }
+}
+__global__ void k_channel_dots(const float* x, const float* dy, float* out, int N, int C, int HW) {
+  __shared__ float sh[32];
+  const int c = blockIdx.x;
+  const std::int64_t M = (std::int64_t)N * HW;
+  float a = 0.f;
+  for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+    std::int64_t o = ((std::int64_t)(j / HW) * C + c) * HW + j % HW;
+    a += x[o] * dy[o];
+  }
+  const float s = block_sum(a, sh);
+  if (threadIdx.x == 0) out[c] = s;
 }
 
 // ------------------------------------------------------------------ pooling and reshaping
@@ -516,17 +546,18 @@ void conv2d_bwd(const float* x, const float* w, const float* dy, float* dx, floa
   check_launch();
 }
 void dwconv_fwd(const float* x, const float* w, float* y, int N, int C, int H, int W, int k, int stride, int pad,
-                int dil, int Ho, int Wo) {
-  k_dw_fwd<<<blocks_for((std::int64_t)N * C * Ho * Wo), kThreads>>>(x, w, y, N, C, H, W, k, stride, pad, dil, Ho, Wo);
+                int dil, int Ho, int Wo, bool relu_in) {
+  k_dw_fwd<<<blocks_for((std::int64_t)N * C * Ho * Wo), kThreads>>>(x, w, y, N, C, H, W, k, stride, pad, dil, Ho, Wo,
+                                                                     relu_in);
   check_launch();
 }
 void dwconv_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int C, int H, int W,
-                int k, int stride, int pad, int dil, int Ho, int Wo) {
+                int k, int stride, int pad, int dil, int Ho, int Wo, bool relu_in) {
   k_dw_bwd_x<<<blocks_for((std::int64_t)N * C * H * W), kThreads>>>(w, dy, dx, N, C, H, W, k, stride, pad, dil, Ho,
                                                                      Wo);
   check_launch();
   if (dw) {
-    k_dw_bwd_w<<<C * k * k, kThreads>>>(x, dy, dw, N, C, H, W, k, stride, pad, dil, Ho, Wo);
+    k_dw_bwd_w<<<C * k * k, kThreads>>>(x, dy, dw, N, C, H, W, k, stride, pad, dil, Ho, Wo, relu_in);
     check_launch();
   }
 }
@@ -559,8 +590,18 @@ void bn_fwd(const float* x, float* y, const float* gamma, const float* beta, flo
   check_launch();
 }
 void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd,
-            float* dgamma, float* dbeta, int N, int C, int HW, float scale) {
-  k_bn_bwd<<<C, kThreads>>>(x, dy, dx, gamma, mean, invstd, dgamma, dbeta, N, C, HW, scale);
+            float* dgamma, float* dbeta, int N, int C, int HW, float scale, float* dotp, const float* beta) {
+  k_bn_bwd<<<C, kThreads>>>(x, dy, dx, gamma, mean, invstd, dgamma, dbeta, N, C, HW, scale, dotp, beta);
+  check_launch();
+}
+void bn_apply(const float* x, float* y, const float* gamma, const float* beta, const float* mean, const float* invstd,
+              int N, int C, int HW, bool relu) {
+  const std::int64_t n = (std::int64_t)N * C * HW;
+  k_bn_apply<<<blocks_for(n), kThreads>>>(x, y, gamma, beta, mean, invstd, C, HW, n, relu);
+  check_launch();
+}
+void channel_dots(const float* x, const float* dy, float* out, int N, int C, int HW) {
+  k_channel_dots<<<C, kThreads>>>(x, dy, out, N, C, HW);
   check_launch();
 }
 void maxpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) {

@@ -60,6 +60,15 @@ TEST(NasCudaTwins, ConvolutionsAndPointwise) {
                            depthwise_conv2d_backward(G(xc), G(wd), G(r), s, pad, d, &dwg)),
                   kTwinTol);
         EXPECT_LT(twin_err(dw, dwg), kTwinTol) << "k " << k << " s " << s << " d " << d;
+        // ReLU fused into the reads
+        EXPECT_LT(twin_err(depthwise_conv2d_forward(xc, wd, s, pad, d, true),
+                           depthwise_conv2d_forward(G(xc), G(wd), s, pad, d, true)),
+                  kTwinTol);
+        Tensor dwr = Tensor::zeros(wd.shape()), dwrg = Tensor::zeros(wd.shape(), Device::CUDA);
+        EXPECT_LT(twin_err(depthwise_conv2d_backward(xc, wd, r, s, pad, d, &dwr, true),
+                           depthwise_conv2d_backward(G(xc), G(wd), G(r), s, pad, d, &dwrg, true)),
+                  kTwinTol);
+        EXPECT_LT(twin_err(dwr, dwrg), kTwinTol) << "relu_input k " << k << " s " << s << " d " << d;
       }
   Tensor wp = randn({7, 6}, rng);
   Tensor y = pointwise_conv_forward(xc, wp);
@@ -95,6 +104,16 @@ TEST(NasCudaTwins, ActivationNormPoolAndReshape) {
               kTwinTol);
     EXPECT_LT(twin_err(dg, dgg), kTwinTol);
     EXPECT_LT(twin_err(db, dbg), kTwinTol);
+    // recomputed output (plain and ReLU'd) and the alpha-gradient dot partials
+    for (bool relu : {false, true})
+      EXPECT_LT(twin_err(batch_norm_apply(x, affine ? &g : nullptr, affine ? &b : nullptr, c, relu),
+                         batch_norm_apply(G(x), affine ? &gg : nullptr, affine ? &bg : nullptr, cg, relu)),
+                kTwinTol);
+    Tensor part = Tensor::zeros({5}), partg = G(part);
+    batch_norm_backward(x, r, affine ? &g : nullptr, c, nullptr, nullptr, 0.5f, part.data(), affine ? &b : nullptr);
+    batch_norm_backward(G(x), G(r), affine ? &gg : nullptr, cg, nullptr, nullptr, 0.5f, partg.data(),
+                        affine ? &bg : nullptr);
+    EXPECT_LT(twin_err(part, partg), kTwinTol);
     EXPECT_LT(twin_err(batch_norm_forward(x, nullptr, nullptr, false, nullptr, &rm, &rv),
                        batch_norm_forward(G(x), nullptr, nullptr, false, nullptr, &rmg, &rvg)),
               kTwinTol);
@@ -117,6 +136,10 @@ TEST(NasCudaTwins, ActivationNormPoolAndReshape) {
   Tensor cat = concat_channels({&a, &x});
   EXPECT_LT(twin_err(cat, concat_channels({&ag, &xg})), kTwinTol);
   EXPECT_LT(twin_err(split_channels(cat, {2, 5})[1], split_channels(G(cat), {2, 5})[1]), kTwinTol);
+  Tensor cd = Tensor::zeros({5}), cdg = G(cd);
+  channel_dots(x, r, cd.data());
+  channel_dots(G(x), G(r), cdg.data());
+  EXPECT_LT(twin_err(cd, cdg), kTwinTol);
   Tensor p = global_avg_pool_forward(x);
   EXPECT_LT(twin_err(p, global_avg_pool_forward(G(x))), kTwinTol);
   EXPECT_LT(twin_err(global_avg_pool_backward(x.shape(), p), global_avg_pool_backward(x.shape(), G(p))), kTwinTol);

@@ -84,13 +84,18 @@ Batch to_batch(const Darts& darts, const Dataset& d, int from, int count) {
 }  // namespace
 
 TEST(NasMixedOp, AlphaInputAndWeightGradients) {
+  // affine: the alpha gradient's <dy, o_k> comes out of each op's batch-norm backward, gamma and beta included
+  for (bool affine : {false, true})
   for (int stride : {1, 2}) {
     ParamStore p, b;
-    MixedOp m(p, b, 4, stride, all_ops(), false);
+    MixedOp m(p, b, 4, stride, all_ops(), affine);
     p.allocate(Device::CPU, 3);
     b.allocate(Device::CPU, 3);
     PassContext ctx{&p, &b, true, true, true};
     std::mt19937_64 rng(20 + stride);
+    if (affine)  // move gamma off 1 and beta off 0
+      for (std::int64_t i = 0; i < p.values().numel(); ++i)
+        p.values().data()[i] += std::normal_distribution<float>(0.0f, 0.3f)(rng);
     Tensor x = randn({2, 4, 6, 6}, rng);
     std::vector<float> alpha(8);
     for (auto& a : alpha) a = std::normal_distribution<float>(0.0f, 0.5f)(rng);
@@ -102,7 +107,8 @@ TEST(NasMixedOp, AlphaInputAndWeightGradients) {
     Tensor dx = m.backward(r, dalpha.data(), ctx);
     auto loss = [&] { return project(m.forward(x, alpha.data(), ctx), r); };
     auto fa = numeric_grad_vec(alpha, loss, 1e-2);
-    EXPECT_LT(rel_err(std::vector<double>(dalpha.begin(), dalpha.end()), fa), 2e-2) << "stride " << stride;
+    EXPECT_LT(rel_err(std::vector<double>(dalpha.begin(), dalpha.end()), fa), 2e-2)
+        << "stride " << stride << " affine " << affine;
     // softmax Jacobian rows sum to zero: so does dalpha
     double s = 0;
     for (float v : dalpha) s += v;

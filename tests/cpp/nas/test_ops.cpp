@@ -68,6 +68,24 @@ TEST_P(DepthwiseGrad, MatchesFiniteDifferences) {
   EXPECT_LT(rel_err(to_double(dw), numeric_grad(w, loss)), kTol);
 }
 
+TEST_P(DepthwiseGrad, ReluInputEqualsConvOfRelu) {
+  // relu_input reads relu(x) on the fly: the same output, weight gradient and (unmasked) input gradient as the
+  // convolution of an explicit relu(x)
+  auto [k, stride, dil] = GetParam();
+  std::mt19937_64 rng(90 + k * 7 + stride * 3 + dil);
+  const int pad = dil * (k - 1) / 2;
+  Tensor x = randn({2, 3, 7, 8}, rng), w = randn({3, 1, k, k}, rng, 0.5f);
+  Tensor rx = relu_forward(x);
+  Tensor y1 = depthwise_conv2d_forward(x, w, stride, pad, dil, true), y2 = depthwise_conv2d_forward(rx, w, stride, pad, dil);
+  Tensor r = randn(y1.shape(), rng);
+  Tensor dw1 = Tensor::zeros(w.shape()), dw2 = Tensor::zeros(w.shape());
+  Tensor dx1 = depthwise_conv2d_backward(x, w, r, stride, pad, dil, &dw1, true);
+  Tensor dx2 = depthwise_conv2d_backward(rx, w, r, stride, pad, dil, &dw2);
+  for (std::int64_t i = 0; i < y1.numel(); ++i) ASSERT_EQ(y1.data()[i], y2.data()[i]);
+  for (std::int64_t i = 0; i < dx1.numel(); ++i) ASSERT_EQ(dx1.data()[i], dx2.data()[i]);
+  for (std::int64_t i = 0; i < dw1.numel(); ++i) ASSERT_EQ(dw1.data()[i], dw2.data()[i]);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllVariants, DepthwiseGrad,
                          ::testing::Combine(::testing::Values(3, 5), ::testing::Values(1, 2), ::testing::Values(1, 2)));
 
@@ -146,6 +164,53 @@ TEST(NasOps, BatchNormBackwardFusesOutputScale) {
     EXPECT_NEAR(dg2.data()[c], 0.25f * dg1.data()[c], 1e-6);
     EXPECT_NEAR(db2.data()[c], 0.25f * db1.data()[c], 1e-6);
   }
+}
+
+TEST(NasOps, BatchNormApplyAndAlphaDotPartials) {
+  // batch_norm_apply recomputes the training forward's output bit for bit (ReLU optional), and the backward's
+  // dot partials sum to <dy, y> (gamma and beta included) without keeping y.
+  std::mt19937_64 rng(41);
+  Tensor x = randn({3, 4, 5, 6}, rng), r = randn({3, 4, 5, 6}, rng);
+  Tensor g = randn({4}, rng), b = randn({4}, rng);
+  for (bool affine : {false, true}) {
+    const Tensor* gp = affine ? &g : nullptr;
+    const Tensor* bp = affine ? &b : nullptr;
+    BatchNormCache cache;
+    Tensor y = batch_norm_forward(x, gp, bp, true, &cache, nullptr, nullptr);
+    Tensor y2 = batch_norm_apply(x, gp, bp, cache, false);
+    Tensor yr = batch_norm_apply(x, gp, bp, cache, true);
+    for (std::int64_t i = 0; i < y.numel(); ++i) {
+      ASSERT_EQ(y.data()[i], y2.data()[i]) << i;
+      ASSERT_EQ(std::max(y.data()[i], 0.0f), yr.data()[i]) << i;
+    }
+    std::vector<float> part(4, -1.0f);
+    Tensor dx_plain = batch_norm_backward(x, r, gp, cache, nullptr, nullptr, 0.5f);
+    Tensor dx = batch_norm_backward(x, r, gp, cache, nullptr, nullptr, 0.5f, part.data(), bp);
+    for (std::int64_t i = 0; i < dx.numel(); ++i) ASSERT_EQ(dx.data()[i], dx_plain.data()[i]);
+    double want = 0, got = 0;
+    for (int c = 0; c < 4; ++c) {
+      double per = 0;
+      for (int n = 0; n < 3; ++n)
+        for (int i = 0; i < 30; ++i) {
+          const std::int64_t o = (n * 4 + c) * 30 + i;
+          per += static_cast<double>(r.data()[o]) * y.data()[o];
+        }
+      EXPECT_NEAR(part[c], per, 1e-4 * (1 + std::abs(per))) << "channel " << c << " affine " << affine;
+      want += per;
+      got += part[c];
+    }
+    EXPECT_NEAR(got, want, 1e-4 * (1 + std::abs(want)));
+  }
+  std::vector<float> cd(4);
+  channel_dots(x, r, cd.data());
+  for (int c = 0; c < 4; ++c) {
+    double per = 0;
+    for (int n = 0; n < 3; ++n)
+      for (int i = 0; i < 30; ++i) per += static_cast<double>(x.data()[(n * 4 + c) * 30 + i]) * r.data()[(n * 4 + c) * 30 + i];
+    EXPECT_NEAR(cd[c], per, 1e-4 * (1 + std::abs(per)));
+  }
+  BatchNormCache empty;
+  EXPECT_THROW(batch_norm_apply(x, nullptr, nullptr, empty, false), kubetune::StateError);
 }
 
 TEST(NasOps, BatchNormRunningStatsAndEval) {
