@@ -630,47 +630,51 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       // Distances to the neighbouring centres in sorted order, the bounds acting as outer neighbours
       // (Bergstra et al. 2011; hyperopt's adaptive_parzen_normal; Optuna 5.x, which no longer counts the
       // prior's centre as a neighbour). Ties keep input order.
-      const std::size_t* ord = nullptr;
-      if (!sorted1d_ && order) {
-        // Caller's argsort of this dimension: check it is the stable sorted permutation (ties by row).
-        // Anything else (e.g. out-of-range values tied by the clamp) falls back to sorting here.
-        ord = order + d * n;
-        seen_.assign(n, 0);
-        double prev = -kInf;
-        std::size_t prev_o = 0;
-        for (std::size_t j = 0; j < n && ord; ++j) {
-          const std::size_t o = ord[j];
-          if (!(o < n && !seen_[o])) {
-            ord = nullptr;
-            break;
-          }
-          seen_[o] = 1;
-          const double v = mu[o];
-          // ties: input-row order (win_perm_ maps a windowed estimator's rows back to the caller's)
-          if (!(prev < v || (prev == v && (win_ ? win_perm_[o] > win_perm_[prev_o] : o > prev_o)))) ord = nullptr;
-          prev = v;
-          prev_o = o;
-        }
-      }
-      if (!sorted1d_ && !ord) {
-        argsort(mu, n);
-        ord = order_.data();
-      }
-      // One pass over the sorted centres, the bounds at both ends (outermost kernels: their inner gap unless
-      // consider_endpoints, once there are two or more).
+      // Widths: one pass over the sorted centres, the bounds at both ends (outermost kernels: their inner gap
+      // unless consider_endpoints, once there are two or more). With the caller's argsort, the same pass
+      // checks it is the stable sorted permutation (ties in input-row order; win_perm_ maps a windowed
+      // estimator's rows back to the caller's); anything else (e.g. out-of-range values tied by the clamp)
+      // falls back to sorting here and a second pass. A windowed estimator's dimension 0 is already sorted.
       const bool inner_only = !opt.consider_endpoints && n >= 2;
-      double prev = lo_e, cur = mu[ord ? ord[0] : 0];
-      for (std::size_t j = 0; j < n; ++j) {
-        const double next = j + 1 < n ? mu[ord ? ord[j + 1] : j + 1] : hi_e;
-        const double left = cur - prev, right = next - cur;
-        double sig = std::max(left, right);
-        if (inner_only) {
-          if (j == 0) sig = right;
-          if (j == n - 1) sig = left;
+      auto widths = [&](const std::size_t* ord, bool verify) -> bool {
+        if (verify) seen_.assign(n, 0);
+        std::size_t oc = ord ? ord[0] : 0;
+        if (verify) {
+          if (!(oc < n)) return false;
+          seen_[oc] = 1;
         }
-        sg[ord ? ord[j] : j] = sig;
-        prev = cur;
-        cur = next;
+        double prev = lo_e, cur = mu[oc];
+        for (std::size_t j = 0; j < n; ++j) {
+          std::size_t on = 0;
+          double next = hi_e;
+          if (j + 1 < n) {
+            on = ord ? ord[j + 1] : j + 1;
+            if (verify) {
+              if (!(on < n) || seen_[on]) return false;
+              seen_[on] = 1;
+            }
+            next = mu[on];
+            if (verify && !(cur < next || (cur == next && (win_ ? win_perm_[on] > win_perm_[oc] : on > oc))))
+              return false;
+          }
+          const double left = cur - prev, right = next - cur;
+          double sig = std::max(left, right);
+          if (inner_only) {
+            if (j == 0) sig = right;
+            if (j == n - 1) sig = left;
+          }
+          sg[oc] = sig;
+          prev = cur;
+          cur = next;
+          oc = on;
+        }
+        return true;
+      };
+      if (sorted1d_ || (win_ && d == 0)) {
+        widths(nullptr, false);
+      } else if (!(order && widths(order + d * n, true))) {
+        argsort(mu, n);
+        widths(order_.data(), false);
       }
     }
     const double maxsig = width;
