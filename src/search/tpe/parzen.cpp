@@ -433,14 +433,17 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     // Windowed joint estimator: fit on the rows reordered by their dimension-0 value (stable, ties by row), so
     // the kernels come out sorted; win_perm_ keeps each kernel's input row, sample_pos_ the inverse.
     const std::size_t D = dims.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t d = 0; d < D; ++d)
-        KT_CHECK(std::isfinite(obs[i * D + d]), InvalidArgument, "parzen: observation ", i, " of dimension ", d,
-                 " = ", obs[i * D + d], " is not finite");
-      if (weights)
-        KT_CHECK(std::isfinite(weights[i]) && weights[i] >= 0.0, InvalidArgument, "parzen: weight ", i, " = ",
-                 weights[i], " must be finite and >= 0");
+    {
+      bool finite = true;
+      for (std::size_t i = 0; i < n * D; ++i) finite &= std::isfinite(obs[i]);
+      for (std::size_t i = 0; !finite && i < n; ++i)
+        for (std::size_t d = 0; d < D; ++d)
+          KT_CHECK(std::isfinite(obs[i * D + d]), InvalidArgument, "parzen: observation ", i, " of dimension ", d,
+                   " = ", obs[i * D + d], " is not finite");
     }
+    for (std::size_t i = 0; weights && i < n; ++i)
+      KT_CHECK(std::isfinite(weights[i]) && weights[i] >= 0.0, InvalidArgument, "parzen: weight ", i, " = ",
+               weights[i], " must be finite and >= 0");
     const ParzenDim& p0 = dims[0];
     const double s0 = p0.kind == ParzenDim::Kind::Discrete ? p0.step : 0.0;
     const double lo0 = p0.low - 0.5 * s0, hi0 = p0.high + 0.5 * s0;
@@ -616,16 +619,26 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     const double lo_e = pd.low - 0.5 * s, hi_e = pd.high + 0.5 * s;
     const double pmu = std::isnan(pd.prior_mu) ? 0.5 * (pd.low + pd.high) : pd.prior_mu;
     const double psig = pd.prior_sigma > 0.0 ? pd.prior_sigma : width;
-    for (std::size_t i = 0; i < n; ++i) {
-      double v = obs[i * D + d];
-      KT_CHECK(std::isfinite(v), InvalidArgument, "parzen: observation ", i, " of dimension ", d, " = ", v,
-               " is not finite");
-      mu[i] = std::clamp(v, lo_e, hi_e);
+    if (window_input_) {  // rows checked by the windowed pre-pass
+      for (std::size_t i = 0; i < n; ++i) mu[i] = std::clamp(obs[i * D + d], lo_e, hi_e);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) {
+        double v = obs[i * D + d];
+        KT_CHECK(std::isfinite(v), InvalidArgument, "parzen: observation ", i, " of dimension ", d, " = ", v,
+                 " is not finite");
+        mu[i] = std::clamp(v, lo_e, hi_e);
+      }
     }
+    const double maxsig = width;
+    const double minsig =
+        opt.magic_clip ? width / std::min(100.0, 1.0 + static_cast<double>(k_)) : kMinSigma;
+    double sig_max = 0.0;
     if (opt.bandwidth == ParzenOptions::Bandwidth::Scott) {
       // Scott-type rule of Optuna 4.x's multivariate TPE: 0.2 * n^(-1/(d+4)) * range.
       double sig = 0.2 * std::pow(n_obs, -1.0 / (static_cast<double>(D) + 4.0)) * width;
+      sig = std::min(std::max(sig, minsig), maxsig);  // = std::clamp
       std::fill(sg, sg + n, sig);
+      sig_max = n > 0 ? sig : 0.0;
     } else if (n > 0) {
       // Distances to the neighbouring centres in sorted order, the bounds acting as outer neighbours
       // (Bergstra et al. 2011; hyperopt's adaptive_parzen_normal; Optuna 5.x, which no longer counts the
@@ -638,6 +651,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       const bool inner_only = !opt.consider_endpoints && n >= 2;
       auto widths = [&](const std::size_t* ord, bool verify) -> bool {
         if (verify) seen_.assign(n, 0);
+        double smax = 0.0;
         std::size_t oc = ord ? ord[0] : 0;
         if (verify) {
           if (!(oc < n)) return false;
@@ -663,11 +677,14 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
             if (j == 0) sig = right;
             if (j == n - 1) sig = left;
           }
+          sig = std::min(std::max(sig, minsig), maxsig);  // = std::clamp
           sg[oc] = sig;
+          smax = std::max(smax, sig);
           prev = cur;
           cur = next;
           oc = on;
         }
+        sig_max = smax;
         return true;
       };
       if (sorted1d_ || (win_ && d == 0)) {
@@ -677,10 +694,6 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
         widths(order_.data(), false);
       }
     }
-    const double maxsig = width;
-    const double minsig =
-        opt.magic_clip ? width / std::min(100.0, 1.0 + static_cast<double>(k_)) : kMinSigma;
-    for (std::size_t i = 0; i < n; ++i) sg[i] = std::min(std::max(sg[i], minsig), maxsig);  // = std::clamp
     const double log_minsig = std::log(minsig);  // most widths sit at the clip once n is large
     const double log_s = disc ? std::log(s) : 0.0;
     mu[n] = pmu;
@@ -689,37 +702,22 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     // computed lazily in log_pdf(); until then the kernel carries the bound 0 <= -log Z <= ub (mu lies in the
     // padded support and sigma <= sig_max, so Z >= Phi(w / sig_max) - 1/2). Kernels whose bounds are both
     // beyond 8.5 sigma have Z = 1 - O(1e-17), i.e. log Z = 0 in double precision.
-    double sig_max = 0.0;
-    {
-      double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;  // max is exact: any grouping gives the same value
-      std::size_t i = 0;
-      for (; i + 4 <= n; i += 4) {
-        m0 = std::max(m0, sg[i]);
-        m1 = std::max(m1, sg[i + 1]);
-        m2 = std::max(m2, sg[i + 2]);
-        m3 = std::max(m3, sg[i + 3]);
-      }
-      for (; i < n; ++i) m0 = std::max(m0, sg[i]);
-      sig_max = std::max(std::max(m0, m1), std::max(m2, m3));
-    }
     const double w_e = hi_e - lo_e;
     const double ub_obs = n > 0 ? -std::log(normal_cdf(w_e / sig_max) - 0.5) : 0.0;
     // Observation kernels in simple passes (clipped widths, the common case once n is large, reuse one
     // reciprocal and one log); the same values as computing each kernel from scratch.
     const double inv_min = 1.0 / minsig;
     const double cst_min = -log_minsig - kLogSqrt2Pi + log_s;
-    for (std::size_t k = 0; k < n; ++k) inv[k] = sg[k] == minsig ? inv_min : 1.0 / sg[k];
-    for (std::size_t k = 0; k < n; ++k)
-      cst[k] = sg[k] == minsig ? cst_min : -std::log(sg[k]) - kLogSqrt2Pi + log_s;
-    if (disc) {
-      for (std::size_t k = 0; k < n; ++k) half[k] = 0.5 * s / sg[k];
-    } else {
-      std::fill(half, half + n, 0.0);
-    }
     const bool exact_now = !(ub_obs < 50.0);
     char unknown = 0;
     for (std::size_t k = 0; k < n; ++k) {
-      const double za = (lo_e - mu[k]) * inv[k], zb = (hi_e - mu[k]) * inv[k];
+      const double sk = sg[k];
+      const bool clipped = sk == minsig;
+      const double ik = clipped ? inv_min : 1.0 / sk;
+      inv[k] = ik;
+      cst[k] = clipped ? cst_min : -std::log(sk) - kLogSqrt2Pi + log_s;
+      half[k] = disc ? 0.5 * s / sk : 0.0;
+      const double za = (lo_e - mu[k]) * ik, zb = (hi_e - mu[k]) * ik;
       const char inner = za < -8.5 && zb > 8.5;
       lzs[k] = 0.0;
       ub[k] = inner ? 0.0 : ub_obs;
