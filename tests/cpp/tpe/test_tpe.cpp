@@ -296,7 +296,7 @@ TEST(TPE, SaveLoadMidStudyContinuesIdentically) {
     TPEConfig c;
     c.multivariate = mv;
     Study a(sp, std::make_unique<TPE>(c), {Direction::Minimize}, 42);
-    for (int i = 0; i < 25; ++i) {
+    for (int i = 0; i < 90; ++i) {  // > 64 "above" rows: joint models take their windowed (sorted) form
       Trial t = a.ask(1).at(0);
       if (i % 7 == 3) {
         a.tell_state(t.id, TrialState::Failed);
@@ -522,4 +522,82 @@ TEST(TPE, ParallelUnivariateAskReportsBadHistoryAsAnError) {
     Rng r(1, 1);
     EXPECT_THROW(s.ask(SearchContext{sp, hist, dir, r}, 1), kubetune::InvalidArgument) << threads;
   }
+}
+
+TEST(TPEModels, JointWidthsSplitAndWeightsByHand) {
+  // tpe_models() on a 2-parameter history, checked against an independent reference: the best n_below(n)
+  // trials (ties by trial order) form l(x); each dimension's kernel width is the larger gap to its sorted
+  // neighbours with the bounds as outer neighbours (outermost kernels: their inner gap), clipped to
+  // [range / min(100, n_kernels + 1), range] (Optuna 5 / hyperopt); weights: recency ramp, then the prior.
+  SearchSpace sp;
+  sp.add_double("x", 0.0, 10.0).add_int("k", 0, 4);
+  std::vector<Trial> trials;
+  const double xs[] = {9.0, 1.0, 2.5, 7.0, 3.0, 3.0, 8.8, 0.2, 5.5, 6.1, 4.0, 9.9, 2.0, 7.7};
+  const double ks[] = {0, 4, 1, 2, 2, 3, 0, 1, 4, 2, 1, 3, 0, 2};
+  const double ys[] = {5, 1, 3, 4, 1, 6, 7, 2, 8, 3, 9, 2, 5, 4};  // ties: 1 (ids 1, 4), 2 (ids 7, 11), 3 ...
+  for (int i = 0; i < 14; ++i) {
+    Trial t;
+    t.id = i;
+    t.x = {xs[i], ks[i]};
+    t.values = {ys[i]};
+    t.state = TrialState::Complete;
+    trials.push_back(t);
+  }
+  std::vector<Direction> dirs{Direction::Minimize};
+  Rng rng(0);
+  SearchContext ctx{sp, trials, dirs, rng};
+  TPEConfig cfg;
+  cfg.multivariate = true;
+  cfg.n_flat_weights = 10;  // ramp active for the 12 "above" rows: weights linspace(1/12, 1, 2) then ones
+  auto models = search::tpe_models(ctx, cfg);
+  ASSERT_EQ(models.size(), 1u);
+  ASSERT_EQ(models[0].params, (std::vector<std::size_t>{0, 1}));
+  // n_below(14) = ceil(1.4) = 2: losses 1, 1 -> ids 1 and 4 (id order).
+  const auto& lo = models[0].below;
+  ASSERT_EQ(lo.n_kernels(), 3u);
+  EXPECT_EQ(lo.mus(0)[0], 1.0);
+  EXPECT_EQ(lo.mus(0)[1], 3.0);
+  const auto& hi = models[0].above;
+  ASSERT_EQ(hi.n_kernels(), 13u);
+  auto reference_widths = [](std::vector<double> c, double lo_b, double hi_b, std::size_t n_kernels) {
+    std::vector<std::size_t> idx(c.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return c[a] < c[b]; });
+    std::vector<double> s(c.size());
+    const std::size_t n = c.size();
+    for (std::size_t j = 0; j < n; ++j) {
+      double left = c[idx[j]] - (j == 0 ? lo_b : c[idx[j - 1]]);
+      double right = (j + 1 == n ? hi_b : c[idx[j + 1]]) - c[idx[j]];
+      double w = std::max(left, right);
+      if (n >= 2 && j == 0) w = right;
+      if (n >= 2 && j + 1 == n) w = left;
+      const double range = hi_b - lo_b;
+      s[idx[j]] = std::clamp(w, range / std::min(100.0, 1.0 + static_cast<double>(n_kernels)), range);
+    }
+    return s;
+  };
+  std::vector<double> cx, ck;
+  for (int i = 0; i < 14; ++i)
+    if (i != 1 && i != 4) {
+      cx.push_back(xs[i]);
+      ck.push_back(ks[i]);
+    }
+  const auto sx = reference_widths(cx, 0.0, 10.0, 13), sk = reference_widths(ck, -0.5, 4.5, 13);
+  // Joint kernels are kept as rows (x, k): compare each reference row with the stored one of the same centres
+  // and weight (kernels <= 64 keep their input order here).
+  const double total = (1.0 / 12) + 1.0 + 10 * 1.0 + 1.0;  // ramp(2) + 10 flat + prior weight 1
+  for (std::size_t r = 0; r < cx.size(); ++r) {
+    EXPECT_EQ(hi.mus(0)[r], cx[r]);
+    EXPECT_EQ(hi.mus(1)[r], ck[r]);
+    EXPECT_NEAR(hi.sigmas(0)[r], sx[r], 1e-15) << "row " << r;
+    EXPECT_NEAR(hi.sigmas(1)[r], sk[r], 1e-15) << "row " << r;
+    const double w = r == 0 ? 1.0 / 12 : 1.0;
+    EXPECT_NEAR(hi.weights()[r], w / total, 1e-15) << "row " << r;
+  }
+  // Prior kernel: centre of the (padded) range, width = the range.
+  EXPECT_DOUBLE_EQ(hi.mus(0)[12], 5.0);
+  EXPECT_DOUBLE_EQ(hi.sigmas(0)[12], 10.0);
+  EXPECT_DOUBLE_EQ(hi.mus(1)[12], 2.0);
+  EXPECT_DOUBLE_EQ(hi.sigmas(1)[12], 5.0);
+  EXPECT_NEAR(hi.weights()[12], 1.0 / total, 1e-15);
 }
