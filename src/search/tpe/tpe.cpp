@@ -655,13 +655,24 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       }
       sc.obs.resize(rows);
     } else {
+      // Row-major rows of the group (direct writes; log only for log-scaled parameters).
+      const std::size_t dg = g.params.size();
+      sc.obs.resize(idx.size() * dg);
+      double* o = sc.obs.data();
+      const bool any_log = std::any_of(g.params.begin(), g.params.end(), [&](std::size_t p) { return ws.pm[p].log; });
       for (std::size_t i : idx) {
-        const std::vector<double>& x = trials[i].x;
+        const double* x = trials[i].x.data();
         if (std::isnan(x[first])) continue;
-        for (std::size_t p : g.params) sc.obs.push_back(to_model(ws.pm[p], x[p]));
+        double* row = o + rows * dg;
+        if (any_log) {
+          for (std::size_t q = 0; q < dg; ++q) row[q] = to_model(ws.pm[g.params[q]], x[g.params[q]]);
+        } else {
+          for (std::size_t q = 0; q < dg; ++q) row[q] = x[g.params[q]];
+        }
         if (want_order) sc.rowpos[i] = rows;
         ++rows;
       }
+      sc.obs.resize(rows * dg);
     }
     if (want_order && g.params.size() > 1) {
       // Joint group: one argsort per dimension from the sort cache (dimension-major, rows incl. in-batch
