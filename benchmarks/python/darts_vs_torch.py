@@ -198,11 +198,25 @@ def main() -> None:
             torch.nn.utils.clip_grad_norm_(net.weights(), 5.0)
             w_opt.step()
 
+        # Device-independent lower bound of PyTorch's activation memory: the unique storages autograd saves in
+        # one forward (the weight step's pass). kubetune's pool peak (any device) counts everything it holds.
+        saved = {}
+
+        def pack(t):
+            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            lossf(net(tXt), tyt)
+        saved_mib = sum(saved.values()) / 2**20
+        del saved
         sync = (lambda: torch.cuda.synchronize()) if args.device == "cuda" else (lambda: None)
         if args.device == "cuda":
             torch.cuda.reset_peak_memory_stats()
         wall, cpu = time_steps(torch_step, args.steps, sync)
         tmem = torch.cuda.max_memory_allocated() / 2**20 if args.device == "cuda" else float("nan")
+        print(f"PyTorch autograd saves {saved_mib:.1f} MiB of activations per forward (unique storages)"
+              + ("" if args.torch_only else f"; kubetune pool peak / that = {rows[0][3] / saved_mib:.2f}"))
         rows.append((f"PyTorch {torch.__version__} eager", wall, cpu, tmem))
         nw = sum(p.numel() for p in net.weights())
         if args.torch_only:
