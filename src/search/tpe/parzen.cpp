@@ -649,24 +649,19 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       // estimator's rows back to the caller's); anything else (e.g. out-of-range values tied by the clamp)
       // falls back to sorting here and a second pass. A windowed estimator's dimension 0 is already sorted.
       const bool inner_only = !opt.consider_endpoints && n >= 2;
+      // (n indices < n, strictly increasing in (value, input row) -- the row map is injective -- contain no
+      // repeat, so they are a permutation: no separate check needed.)
       auto widths = [&](const std::size_t* ord, bool verify) -> bool {
-        if (verify) seen_.assign(n, 0);
         double smax = 0.0;
         std::size_t oc = ord ? ord[0] : 0;
-        if (verify) {
-          if (!(oc < n)) return false;
-          seen_[oc] = 1;
-        }
+        if (verify && !(oc < n)) return false;
         double prev = lo_e, cur = mu[oc];
         for (std::size_t j = 0; j < n; ++j) {
           std::size_t on = 0;
           double next = hi_e;
           if (j + 1 < n) {
             on = ord ? ord[j + 1] : j + 1;
-            if (verify) {
-              if (!(on < n) || seen_[on]) return false;
-              seen_[on] = 1;
-            }
+            if (verify && !(on < n)) return false;
             next = mu[on];
             if (verify && !(cur < next || (cur == next && (win_ ? win_perm_[on] > win_perm_[oc] : on > oc))))
               return false;
