@@ -579,6 +579,7 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
   fo.n_restarts = cfg_.n_hyper_restarts;
   if (cfg_.deterministic) fo.min_noise = fo.max_noise = 1e-6;
   fo.use_warm_start = false;
+  fo.factorize_result = false;  // refit_bordered below factorises all points
   const Eigen::Index np = gp.n_params();
   bool refit = true;
   Eigen::VectorXd warm_theta;  // hyperparameters read from the last GP trial

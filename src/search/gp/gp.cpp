@@ -320,7 +320,7 @@ void GaussianProcess::predict_one(const double* x, double& mean, double& var, do
   Eigen::MatrixXd dK;  // column i: d k(x, X_i) / dx (only when a gradient is wanted)
   if (dmean || dvar) {
     dK.resize(D, n);
-    for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel_.value_grad_x(x, X_.col(i).data(), dK.col(i).data());
+    kernel_.values_grads_x(x, X_, k.data(), dK.data());
   } else {
     for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel_(X_.col(i).data(), x);
   }
@@ -521,7 +521,7 @@ double GaussianProcess::fit_hyperparameters(const FitOptions& opt, Rng& rng) {
     }
   }
   set_params(best_theta);
-  factorize();
+  if (opt.factorize_result) factorize();
   return -best_f;
 }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "kubetune/core/error.hpp"
+#include "simd_kernels.hpp"
 
 namespace kubetune::search::gp {
 namespace {
@@ -86,6 +87,13 @@ Eigen::MatrixXd Kernel::sq_dist(const Eigen::MatrixXd& A, const Eigen::MatrixXd&
 }
 
 Eigen::MatrixXd Kernel::f_matrix(const Eigen::MatrixXd& R2) const {
+  if (simd::available()) {
+    Eigen::MatrixXd K(R2.rows(), R2.cols());
+    const auto sz = static_cast<std::size_t>(R2.size());
+    if (type_ == KernelType::RBF) simd::rbf(R2.data(), K.data(), sz, s2_);
+    else simd::matern52(R2.data(), K.data(), sz, s2_);
+    return K;
+  }
   if (type_ == KernelType::RBF) return (s2_ * (-0.5 * R2.array()).exp()).matrix();
   const Eigen::ArrayXXd R = R2.array().sqrt();
   return (s2_ * (1.0 + kSqrt5 * R + (5.0 / 3.0) * R2.array()) * (-kSqrt5 * R).exp()).matrix();
@@ -165,6 +173,16 @@ void Kernel::gram_parts(const Eigen::MatrixXd& X, Eigen::MatrixXd& R2, Eigen::Ma
     r2[0] = 0.0;
     auto k = K.col(j).segment(j, m).array();
     auto g = G.col(j).segment(j, m).array();
+    if (simd::available()) {
+      const auto mm = static_cast<std::size_t>(m);
+      if (type_ == KernelType::RBF) {
+        simd::rbf(r2.data(), k.data(), mm, s2_);
+        g = k;
+      } else {
+        simd::matern52_grad(r2.data(), k.data(), g.data(), mm, s2_);
+      }
+      continue;
+    }
     if (type_ == KernelType::RBF) {
       k = s2_ * (-0.5 * r2).exp();
       g = k;
@@ -210,7 +228,10 @@ void Kernel::cross_stats(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B, con
   Eigen::ArrayXd r2(A.cols()), k(A.cols());
   for (Eigen::Index j = 0; j < B.cols(); ++j) {
     r2 = (a2 + b2[j] - 2.0 * AB.col(j).array()).max(0.0);
-    if (type_ == KernelType::RBF) {
+    if (simd::available()) {
+      if (type_ == KernelType::RBF) simd::rbf(r2.data(), k.data(), static_cast<std::size_t>(k.size()), s2_);
+      else simd::matern52(r2.data(), k.data(), static_cast<std::size_t>(k.size()), s2_);
+    } else if (type_ == KernelType::RBF) {
       k = s2_ * (-0.5 * r2).exp();
     } else {
       k = r2.sqrt();
@@ -240,6 +261,37 @@ double Kernel::value_grad_x(const double* x, const double* y, double* g) const n
   }
   for (Eigen::Index d = 0; d < ls_.size(); ++d) g[d] = c * (x[d] - y[d]) * inv_ls2_[d];
   return k;
+}
+
+void Kernel::values_grads_x(const double* x, const Eigen::MatrixXd& Y, double* k, double* dK) const {
+  const Eigen::Index n = Y.cols(), D = ls_.size();
+  if (!simd::available()) {
+    for (Eigen::Index i = 0; i < n; ++i) k[i] = value_grad_x(x, Y.col(i).data(), dK + i * D);
+    return;
+  }
+  thread_local Eigen::VectorXd r2, g;
+  r2.resize(n);
+  g.resize(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const double* y = Y.col(i).data();
+    double s = 0.0;
+    for (Eigen::Index d = 0; d < D; ++d) {
+      const double t = x[d] - y[d];
+      s += t * t * inv_ls2_[d];
+    }
+    r2[i] = s;
+  }
+  if (type_ == KernelType::RBF) {
+    simd::rbf(r2.data(), k, static_cast<std::size_t>(n), s2_);
+    g = Eigen::Map<const Eigen::VectorXd>(k, n);
+  } else {
+    simd::matern52_grad(r2.data(), k, g.data(), static_cast<std::size_t>(n), s2_);
+  }
+  // d k / d x_d = 2 s2 df/d(r^2) (x_d - y_d) / l_d^2 = -g (x_d - y_d) / l_d^2.
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const double* y = Y.col(i).data();
+    for (Eigen::Index d = 0; d < D; ++d) dK[i * D + d] = -g[i] * (x[d] - y[d]) * inv_ls2_[d];
+  }
 }
 
 void Kernel::grad_x(const double* x, const double* y, double* g) const noexcept {

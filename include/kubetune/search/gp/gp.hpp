@@ -35,6 +35,7 @@ struct FitOptions {
   double mean_bound = 3.0;     ///< constant mean in [-bound, bound] (standardised units)
   bool use_warm_start = true;  ///< start one run from the current hyperparameters
   bool use_default_start = true;  ///< start one run from l = 1, s2 = 1, noise = 1e-2, mean = 0
+  bool factorize_result = true;   ///< refactorise at the best parameters (false: the caller refits itself)
 };
 
 /// A factorisation built by GaussianProcess::refit_bordered, kept to extend it on a later call: the
@@ -115,7 +116,7 @@ class GaussianProcess {
 
   /// Maximise the (penalised) log marginal likelihood by multi-start L-BFGS-B: the current parameters
   /// (warm start), a default start, and opt.n_restarts random starts drawn from rng. Leaves the best
-  /// parameters set and the model refitted. Returns the best objective.
+  /// parameters set and (if opt.factorize_result) the model refitted. Returns the best objective.
   double fit_hyperparameters(const FitOptions& opt, Rng& rng);
 
  private:

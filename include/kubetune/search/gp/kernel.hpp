@@ -63,6 +63,8 @@ class Kernel {
   void grad_x(const double* x, const double* y, double* g) const noexcept;
   /// k(x, y) returned and its gradient w.r.t. x written to g, sharing one distance and one exp.
   double value_grad_x(const double* x, const double* y, double* g) const noexcept;
+  /// k[i] = k(x, y_i) and dK[i D .. i D + D) = d k(x, y_i) / dx for every column y_i of Y (vectorised).
+  void values_grads_x(const double* x, const Eigen::MatrixXd& Y, double* k, double* dK) const;
 
  private:
   // f(r^2) and df/d(r^2) of the unit-variance kernel.
