@@ -217,14 +217,16 @@ __global__ void k_dw_bwd_x(const float* w, const float* dy, float* dx, int N, in
     dx[i] = s;
   }
 }
-/// One block per (c, kh, kw): dw += sum over n, oh, ow of dy * x.
+/// Blocks (c * k * k + kh * k + kw, slice): dw += sum over this slice of (n, oh, ow) of dy * x, added atomically.
 __global__ void k_dw_bwd_w(const float* x, const float* dy, float* dw, int N, int C, int H, int W, int k, int stride,
                            int pad, int dil, int Ho, int Wo, bool relu_in) {
   const int idx = blockIdx.x;  // c * k * k + kh * k + kw
   const int c = idx / (k * k), kh = (idx / k) % k, kw = idx % k;
   const std::int64_t per = (std::int64_t)Ho * Wo, total = (std::int64_t)N * per;
+  const std::int64_t chunk = (total + gridDim.y - 1) / gridDim.y;
+  const std::int64_t lo = (std::int64_t)blockIdx.y * chunk, hi = min(total, lo + chunk);
   float s = 0.f;
-  for (std::int64_t j = threadIdx.x; j < total; j += blockDim.x) {
+  for (std::int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
     int n = (int)(j / per);
     int r = (int)(j % per);
     int oh = r / Wo, ow = r % Wo;
@@ -241,7 +243,10 @@ __global__ void k_dw_bwd_w(const float* x, const float* dy, float* dw, int N, in
   if (threadIdx.x == 0) {
     float t = 0.f;
     for (int i = 0; i < (int)(blockDim.x >> 5); ++i) t += sh[i];
-    dw[idx] += t;
+    if (gridDim.y == 1)
+      dw[idx] += t;
+    else
+      atomicAdd(dw + idx, t);
   }
 }
 
@@ -255,87 +260,128 @@ __device__ float block_sum(float v, float* sh) {
   for (int i = 0; i < (int)(blockDim.x >> 5); ++i) t += sh[i];
   return t;
 }
-__global__ void k_bn_fwd(const float* x, float* y, const float* gamma, const float* beta, float* mean, float* invstd,
-                         float* rmean, float* rvar, int N, int C, int HW, bool training, float momentum, float eps) {
-  __shared__ float sh[32];
-  const int c = blockIdx.x;
-  const std::int64_t M = (std::int64_t)N * HW;
-  float mu, inv;
-  if (training) {
-    float s = 0.f;
-    for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) s += x[((std::int64_t)(j / HW) * C + c) * HW + j % HW];
-    mu = block_sum(s, sh) / (float)M;
-    float v = 0.f;
-    for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-      float d = x[((std::int64_t)(j / HW) * C + c) * HW + j % HW] - mu;
-      v += d * d;
-    }
-    float var = block_sum(v, sh) / (float)M;
-    inv = rsqrtf(var + eps);
-    if (threadIdx.x == 0) {
-      mean[c] = mu;
-      invstd[c] = inv;
-      if (rmean) rmean[c] = (1.f - momentum) * rmean[c] + momentum * mu;
-      if (rvar) rvar[c] = (1.f - momentum) * rvar[c] + momentum * var * (float)M / (float)(M > 1 ? M - 1 : 1);
-    }
-  } else {
-    mu = rmean[c];
-    inv = rsqrtf(rvar[c] + eps);
-  }
-  const float a = inv * (gamma ? gamma[c] : 1.f), b = (beta ? beta[c] : 0.f) - mu * a;
-  for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-    std::int64_t o = ((std::int64_t)(j / HW) * C + c) * HW + j % HW;
-    y[o] = x[o] * a + b;
+/// Evaluation-mode batch norm (running statistics); the training path is k_bn_stats + k_bn_stats_final + k_bn_apply.
+__global__ void k_bn_eval(const float* x, float* y, const float* gamma, const float* beta, const float* rmean,
+                          const float* rvar, int C, int HW, std::int64_t n, float eps) {
+  GRID_STRIDE(i, n) {
+    const int c = (int)((i / HW) % C);
+    const float a = rsqrtf(rvar[c] + eps) * (gamma ? gamma[c] : 1.f), b = (beta ? beta[c] : 0.f) - rmean[c] * a;
+    y[i] = x[i] * a + b;
   }
 }
-__global__ void k_bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean,
-                         const float* invstd, float* dgamma, float* dbeta, int N, int C, int HW, float scale,
-                         float* dotp, const float* beta) {
-  __shared__ float sh[32];
-  const int c = blockIdx.x;
-  const std::int64_t M = (std::int64_t)N * HW;
-  const float mu = mean[c], inv = invstd[c];
-  float a = 0.f, b = 0.f;
-  for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-    std::int64_t o = ((std::int64_t)(j / HW) * C + c) * HW + j % HW;
-    a += dy[o];
-    b += dy[o] * (x[o] - mu);
-  }
-  const float sdy = block_sum(a, sh);
-  const float sdyx = block_sum(b, sh) * inv;
-  if (threadIdx.x == 0) {
-    if (dgamma) dgamma[c] += scale * sdyx;
-    if (dbeta) dbeta[c] += scale * sdy;
-    // <dy, gamma * xhat + beta> for this channel (unscaled dy): the mixed op's alpha gradient term
-    if (dotp) dotp[c] = (gamma ? gamma[c] : 1.f) * sdyx + (beta ? beta[c] * sdy : 0.f);
-  }
-  const float k1 = (gamma ? gamma[c] : 1.f) * inv * scale, mdy = sdy / (float)M, mdyx = sdyx / (float)M;
-  for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-    std::int64_t o = ((std::int64_t)(j / HW) * C + c) * HW + j % HW;
-    dx[o] = k1 * (dy[o] - mdy - (x[o] - mu) * inv * mdyx);
-  }
-}
-
 __global__ void k_bn_apply(const float* x, float* y, const float* gamma, const float* beta, const float* mean,
                            const float* invstd, int C, int HW, std::int64_t n, bool relu) {
   GRID_STRIDE(i, n) {
     const int c = (int)((i / HW) % C);
     const float a = invstd[c] * (gamma ? gamma[c] : 1.f), b = (beta ? beta[c] : 0.f) - mean[c] * a;
-    const float v = x[i] * a + b;  // as k_bn_fwd computes it
+    const float v = x[i] * a + b;  // the training forward normalises with this kernel too: bit-identical
     y[i] = relu && v < 0.f ? 0.f : v;
   }
 }
-__global__ void k_channel_dots(const float* x, const float* dy, float* out, int N, int C, int HW) {
+// Per-channel reductions split over (slice, channel) blocks so that a small channel count still fills the
+// GPU (one block per channel left most multiprocessors idle). Partial sums are added in double into a
+// per-call accumulator that the finishing kernel reads and zeroes again (all on the one default stream).
+__device__ inline std::int64_t nchw_index(std::int64_t j, int c, int C, int HW) {
+  return ((j / HW) * C + c) * HW + j % HW;
+}
+/// acc[c] += sum (x - pivot_c), acc[C + c] += sum (x - pivot_c)^2, pivot_c = x[0, c, 0] (shifted sums keep the
+/// single-pass variance accurate when the mean is large against the spread).
+__global__ void k_bn_stats(const float* x, double* acc, int N, int C, int HW) {
   __shared__ float sh[32];
-  const int c = blockIdx.x;
-  const std::int64_t M = (std::int64_t)N * HW;
+  const int c = blockIdx.y;
+  const std::int64_t M = (std::int64_t)N * HW, per = (M + gridDim.x - 1) / gridDim.x;
+  const std::int64_t lo = (std::int64_t)blockIdx.x * per, hi = min(M, lo + per);
+  const float piv = x[(std::int64_t)c * HW];
+  float s = 0.f, q = 0.f;
+  for (std::int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+    const float d = x[nchw_index(j, c, C, HW)] - piv;
+    s += d;
+    q += d * d;
+  }
+  s = block_sum(s, sh);
+  q = block_sum(q, sh);
+  if (threadIdx.x == 0) {
+    atomicAdd(acc + c, (double)s);
+    atomicAdd(acc + C + c, (double)q);
+  }
+}
+__global__ void k_bn_stats_final(const float* x, double* acc, float* mean, float* invstd, float* rmean, float* rvar,
+                                 int C, int HW, std::int64_t M, float momentum, float eps) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  const double s = acc[c], q = acc[C + c];
+  acc[c] = 0.0;
+  acc[C + c] = 0.0;
+  const double dm = s / (double)M;
+  const double var = fmax(q / (double)M - dm * dm, 0.0);
+  const float mu = (float)((double)x[(std::int64_t)c * HW] + dm);
+  mean[c] = mu;
+  invstd[c] = rsqrtf((float)var + eps);
+  if (rmean) rmean[c] = (1.f - momentum) * rmean[c] + momentum * mu;
+  if (rvar) rvar[c] = (1.f - momentum) * rvar[c] + momentum * (float)var * (float)M / (float)(M > 1 ? M - 1 : 1);
+}
+/// acc[c] += sum dy, acc[C + c] += sum dy * (x - mean_c)
+__global__ void k_bn_bwd_sums(const float* x, const float* dy, const float* mean, double* acc, int N, int C, int HW) {
+  __shared__ float sh[32];
+  const int c = blockIdx.y;
+  const std::int64_t M = (std::int64_t)N * HW, per = (M + gridDim.x - 1) / gridDim.x;
+  const std::int64_t lo = (std::int64_t)blockIdx.x * per, hi = min(M, lo + per);
+  const float mu = mean[c];
+  float a = 0.f, b = 0.f;
+  for (std::int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+    const std::int64_t o = nchw_index(j, c, C, HW);
+    a += dy[o];
+    b += dy[o] * (x[o] - mu);
+  }
+  a = block_sum(a, sh);
+  b = block_sum(b, sh);
+  if (threadIdx.x == 0) {
+    atomicAdd(acc + c, (double)a);
+    atomicAdd(acc + C + c, (double)b);
+  }
+}
+/// Per channel: parameter gradients, the alpha dot term, and the coefficients of dx (coef: k1, mean dy, mean dy*xhat).
+__global__ void k_bn_bwd_final(double* acc, const float* gamma, const float* beta, const float* invstd, float* dgamma,
+                               float* dbeta, float* dotp, float* coef, int C, std::int64_t M, float scale) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  const float sdy = (float)acc[c], sdyx = (float)acc[C + c] * invstd[c];
+  acc[c] = 0.0;
+  acc[C + c] = 0.0;
+  if (dgamma) dgamma[c] += scale * sdyx;
+  if (dbeta) dbeta[c] += scale * sdy;
+  // <dy, gamma * xhat + beta> for this channel (unscaled dy): the mixed op's alpha gradient term
+  if (dotp) dotp[c] = (gamma ? gamma[c] : 1.f) * sdyx + (beta ? beta[c] * sdy : 0.f);
+  coef[c] = (gamma ? gamma[c] : 1.f) * invstd[c] * scale;
+  coef[C + c] = sdy / (float)M;
+  coef[2 * C + c] = sdyx / (float)M;
+}
+__global__ void k_bn_bwd_dx(const float* x, const float* dy, float* dx, const float* mean, const float* invstd,
+                            const float* coef, int C, int HW, std::int64_t n) {
+  GRID_STRIDE(i, n) {
+    const int c = (int)((i / HW) % C);
+    dx[i] = coef[c] * (dy[i] - coef[C + c] - (x[i] - mean[c]) * invstd[c] * coef[2 * C + c]);
+  }
+}
+/// acc[c] += sum x * dy
+__global__ void k_channel_dot_sums(const float* x, const float* dy, double* acc, int N, int C, int HW) {
+  __shared__ float sh[32];
+  const int c = blockIdx.y;
+  const std::int64_t M = (std::int64_t)N * HW, per = (M + gridDim.x - 1) / gridDim.x;
+  const std::int64_t lo = (std::int64_t)blockIdx.x * per, hi = min(M, lo + per);
   float a = 0.f;
-  for (std::int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-    std::int64_t o = ((std::int64_t)(j / HW) * C + c) * HW + j % HW;
+  for (std::int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+    const std::int64_t o = nchw_index(j, c, C, HW);
     a += x[o] * dy[o];
   }
-  const float s = block_sum(a, sh);
-  if (threadIdx.x == 0) out[c] = s;
+  a = block_sum(a, sh);
+  if (threadIdx.x == 0) atomicAdd(acc + c, (double)a);
+}
+__global__ void k_channel_dot_final(double* acc, float* out, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  out[c] = (float)acc[c];
+  acc[c] = 0.0;
 }
 
 // ------------------------------------------------------------------ pooling and reshaping
@@ -557,7 +603,11 @@ void dwconv_bwd(const float* x, const float* w, const float* dy, float* dx, floa
                                                                      Wo);
   check_launch();
   if (dw) {
-    k_dw_bwd_w<<<C * k * k, kThreads>>>(x, dy, dw, N, C, H, W, k, stride, pad, dil, Ho, Wo, relu_in);
+    const std::int64_t total = (std::int64_t)N * Ho * Wo;
+    std::int64_t slices = (total + 8191) / 8192;  // about 8k products per block
+    slices = slices < 1 ? 1 : (slices > 64 ? 64 : slices);
+    k_dw_bwd_w<<<dim3(C * k * k, (unsigned)slices), kThreads>>>(x, dy, dw, N, C, H, W, k, stride, pad, dil, Ho, Wo,
+                                                                  relu_in);
     check_launch();
   }
 }
@@ -584,14 +634,58 @@ void relu_bwd(const float* y, const float* dy, float* dx, std::int64_t n) {
   k_relu_b<<<blocks_for(n), kThreads>>>(y, dy, dx, n);
   check_launch();
 }
+namespace {
+/// Zero-initialised accumulator of the split per-channel reductions (2C doubles) plus 3C floats of
+/// coefficients; the finishing kernels zero the accumulator again after reading it.
+struct ReduceScratch {
+  double* acc;
+  float* coef;
+};
+ReduceScratch reduce_scratch(int C) {
+  static void* ptr = nullptr;
+  static int cap = 0;
+  if (C > cap) {
+    if (ptr) cudaFree(ptr);  // synchronises: no kernel still uses the old buffer
+    const std::size_t bytes = (std::size_t)C * (2 * sizeof(double) + 3 * sizeof(float));
+    KT_CUDA_OK(cudaMalloc(&ptr, bytes));
+    KT_CUDA_OK(cudaMemset(ptr, 0, bytes));
+    cap = C;
+  }
+  return {static_cast<double*>(ptr), reinterpret_cast<float*>(static_cast<double*>(ptr) + 2 * (std::size_t)cap)};
+}
+/// Slices per channel: about 4,096 elements each, at most 256.
+int reduce_slices(std::int64_t M) {
+  const std::int64_t s = (M + 4095) / 4096;
+  return static_cast<int>(s < 1 ? 1 : (s > 256 ? 256 : s));
+}
+}  // namespace
+
 void bn_fwd(const float* x, float* y, const float* gamma, const float* beta, float* mean, float* invstd, float* rmean,
             float* rvar, int N, int C, int HW, bool training, float momentum, float eps) {
-  k_bn_fwd<<<C, kThreads>>>(x, y, gamma, beta, mean, invstd, rmean, rvar, N, C, HW, training, momentum, eps);
+  if (!training) {  // running statistics
+    const std::int64_t n = (std::int64_t)N * C * HW;
+    k_bn_eval<<<blocks_for(n), kThreads>>>(x, y, gamma, beta, rmean, rvar, C, HW, n, eps);
+    check_launch();
+    return;
+  }
+  const std::int64_t M = (std::int64_t)N * HW;
+  ReduceScratch r = reduce_scratch(C);
+  k_bn_stats<<<dim3(reduce_slices(M), C), kThreads>>>(x, r.acc, N, C, HW);
   check_launch();
+  k_bn_stats_final<<<(C + 127) / 128, 128>>>(x, r.acc, mean, invstd, rmean, rvar, C, HW, M, momentum, eps);
+  check_launch();
+  bn_apply(x, y, gamma, beta, mean, invstd, N, C, HW, false);
 }
 void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd,
             float* dgamma, float* dbeta, int N, int C, int HW, float scale, float* dotp, const float* beta) {
-  k_bn_bwd<<<C, kThreads>>>(x, dy, dx, gamma, mean, invstd, dgamma, dbeta, N, C, HW, scale, dotp, beta);
+  const std::int64_t M = (std::int64_t)N * HW;
+  ReduceScratch r = reduce_scratch(C);
+  k_bn_bwd_sums<<<dim3(reduce_slices(M), C), kThreads>>>(x, dy, mean, r.acc, N, C, HW);
+  check_launch();
+  k_bn_bwd_final<<<(C + 127) / 128, 128>>>(r.acc, gamma, beta, invstd, dgamma, dbeta, dotp, r.coef, C, M, scale);
+  check_launch();
+  const std::int64_t n = M * C;
+  k_bn_bwd_dx<<<blocks_for(n), kThreads>>>(x, dy, dx, mean, invstd, r.coef, C, HW, n);
   check_launch();
 }
 void bn_apply(const float* x, float* y, const float* gamma, const float* beta, const float* mean, const float* invstd,
@@ -601,7 +695,10 @@ void bn_apply(const float* x, float* y, const float* gamma, const float* beta, c
   check_launch();
 }
 void channel_dots(const float* x, const float* dy, float* out, int N, int C, int HW) {
-  k_channel_dots<<<C, kThreads>>>(x, dy, out, N, C, HW);
+  ReduceScratch r = reduce_scratch(C);
+  k_channel_dot_sums<<<dim3(reduce_slices((std::int64_t)N * HW), C), kThreads>>>(x, dy, r.acc, N, C, HW);
+  check_launch();
+  k_channel_dot_final<<<(C + 127) / 128, 128>>>(r.acc, out, C);
   check_launch();
 }
 void maxpool_fwd(const float* x, float* y, int N, int C, int H, int W, int stride, int Ho, int Wo) {
