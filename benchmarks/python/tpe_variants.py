@@ -1,4 +1,9 @@
-"""Selection protocol for TPE setting variants: kubetune only, best-after-100/300 medians over a seed range."""
+"""Selection protocol for TPE setting variants: kubetune only, best-after-100/300 medians over a seed range.
+
+--compare: same-seed comparison of a kubetune run of this script (--kt, variant "default") with Optuna runs of
+tpe_vs_peers.py (--optuna FILE:SEED0 ..., method --method): per function/budget medians, two-sided
+Mann-Whitney p, x/10 counts per 20-seed block and pooled, Stouffer's Z over the 10 pairs.
+"""
 import argparse
 import json
 import sys
@@ -32,14 +37,59 @@ def run(f, bounds, n, seed, kw):
     return out
 
 
+def compare(kt_path, optuna_specs, method, seeds, block=20):
+    from scipy.stats import mannwhitneyu, norm
+
+    funs = list(FUNCTIONS)
+    op = {}
+    for spec in optuna_specs:
+        path, seed0 = spec.rsplit(":", 1)
+        q = json.load(open(path))["quality"]
+        for f in funs:
+            for b in ("100", "300"):
+                for i, v in enumerate(q.get(f, {}).get(method, {}).get(b, [])):
+                    op[(f, b, int(seed0) + i)] = v
+    kd = json.load(open(kt_path))
+    kt = {(f, b, i): v for f in funs for b in ("100", "300") for i, v in enumerate(kd[f"default|{f}|{b}"])}
+
+    def count(ss):
+        return sum(np.median([kt[(f, b, s)] for s in ss]) <= np.median([op[(f, b, s)] for s in ss])
+                   for f in funs for b in ("100", "300"))
+
+    seeds = [s for s in seeds if all((f, b, s) in op and (f, b, s) in kt for f in funs for b in ("100", "300"))]
+    print(f"seeds {seeds[0]}..{seeds[-1]} ({len(seeds)}); kubetune vs {method}")
+    print("| function | budget | kubetune median | peer median | Mann-Whitney p |")
+    print("|---|---|---|---|---|")
+    zs = []
+    for f in funs:
+        for b in ("100", "300"):
+            a = [kt[(f, b, s)] for s in seeds]
+            c = [op[(f, b, s)] for s in seeds]
+            p = mannwhitneyu(a, c, alternative="two-sided").pvalue
+            zs.append(norm.isf(mannwhitneyu(a, c, alternative="less").pvalue))
+            print(f"| {f} | {b} | {np.median(a):.4g} | {np.median(c):.4g} | {p:.2f} |")
+    blocks = [seeds[i:i + block] for i in range(0, len(seeds) - block + 1, block)]
+    print("x/10 (kubetune median <= peer median) per block:", [int(count(bl)) for bl in blocks], "pooled:", int(count(seeds)))
+    print(f"Stouffer Z (> 0: kubetune better): {sum(zs) / np.sqrt(len(zs)):.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed0", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
     ap.add_argument("--mv", action="store_true")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--compare", action="store_true", help="compare --kt with --optuna (no runs)")
+    ap.add_argument("--kt", help="--compare: JSON written by this script (variant default)")
+    ap.add_argument("--optuna", nargs="+", default=[], help="--compare: tpe_vs_peers.py JSON files as FILE:SEED0")
+    ap.add_argument("--method", default="optuna-mv", help="--compare: peer method name in those files")
     a = ap.parse_args()
+    if a.compare:
+        compare(a.kt, a.optuna, a.method, list(range(a.seed0, a.seed0 + a.seeds)))
+        return 0
+    if not a.out:
+        ap.error("--out is required")
     res = {}
     for v in a.variants:
         kw = dict(VARIANTS[v], multivariate=a.mv)

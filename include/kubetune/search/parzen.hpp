@@ -78,8 +78,9 @@ class ParzenEstimator {
   /// Draw m points (row-major m x n_dims()) from the mixture.
   void sample(Rng& rng, std::size_t m, double* out) const;
   /// Log density (Continuous dimensions) / log mass (Discrete, Categorical) of m row-major points.
-  /// Work is split over up to n_threads threads when large (<= 0: all hardware threads); results do not
-  /// depend on the thread count.
+  /// Work is split over up to n_threads threads when large (<= 0: all hardware threads), except for the
+  /// windowed evaluation of joint estimators with >= 64 observations (one thread); results do not depend on
+  /// the thread count.
   void log_pdf(const double* x, std::size_t m, double* out, int n_threads = 1) const;
   double log_pdf(const double* x) const;
 
