@@ -12,13 +12,13 @@ from collections import defaultdict
 
 def main(paths):
     best = defaultdict(list)       # (function, budget, peer) -> values
-    timing = defaultdict(list)     # (n, peer) -> (wall, cpu)
+    timing = defaultdict(list)     # (n, peer) -> (wall, cpu, asks)
     for p in paths:
         with open(p) as fh:
             for line in fh:
                 r = json.loads(line)
                 if "timing_n" in r:
-                    timing[(r["timing_n"], r["peer"])].append((r["wall"], r["cpu"]))
+                    timing[(r["timing_n"], r["peer"])].append((r["wall"], r["cpu"], r.get("asks", 1)))
                 else:
                     for b, v in r["best"].items():
                         best[(r["function"], int(b), r["peer"])].append(v)
@@ -33,16 +33,25 @@ def main(paths):
                 cells.append(f"{statistics.median(v):.5f} ({len(v)})" if v else "—")
             print(f"| {f} | {b} | " + " | ".join(cells) + " |")
     if timing:
+        # Each timing line is one protocol run: the mean CPU time over its consecutive asks (older logs:
+        # a median). Several runs of one (n, peer) are averaged, weighted by their ask counts.
         print()
-        print("| n | " + " | ".join(f"{p} wall / CPU s" for p in peers) + " |")
-        print("|---|" + "---|" * len(peers))
+        print("| n | " + " | ".join(f"{p} mean CPU ms (asks)" for p in peers)
+              + "".join(f" | {p} / kubetune" for p in peers if p != "kubetune") + " |")
+        print("|---|" + "---|" * (2 * len(peers) - 1))
         for n in sorted({k[0] for k in timing}):
-            cells = []
+            cells, means = [], {}
             for p in peers:
                 v = timing.get((n, p))
-                cells.append(f"{statistics.median(w for w, _ in v):.4f} / {statistics.median(c for _, c in v):.4f}" if v else "—")
-            print(f"| {n} | " + " | ".join(cells) + " |")
-
+                if v:
+                    asks = sum(a for _, _, a in v)
+                    means[p] = sum(c * a for _, c, a in v) / asks
+                    cells.append(f"{1e3 * means[p]:.2f} ({asks})")
+                else:
+                    cells.append("—")
+            ratios = [f"{means[p] / means['kubetune']:.0f}×" if p in means and "kubetune" in means else "—"
+                      for p in peers if p != "kubetune"]
+            print(f"| {n} | " + " | ".join(cells + ratios) + " |")
 
 if __name__ == "__main__":
     main(sys.argv[1:])

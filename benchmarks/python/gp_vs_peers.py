@@ -1,7 +1,9 @@
 """kubetune GP vs Optuna GPSampler vs scikit-optimize gp_minimize: best values and time per suggestion.
 
 Quality: Branin, Hartmann6, Ackley-5d, Levy-4d; median (over seeds) best value after 50 and 100 trials.
-Speed: wall time of one suggestion given n = 50, 200, 1000 complete trials (random history of Hartmann6).
+Speed: CPU (and wall) time per suggestion from n = 50, 200, 1000 complete trials (random history of Hartmann6):
+mean over --timing-reps consecutive asks at n, n + 1, ... (every ask counts, hyperparameter refits included),
+after one untimed ask at n - 1; scikit-optimize: tell(n points) + ask per repetition.
 Peers are optional: a missing one is reported as "not installed". Example (full run):
     PYTHONPATH=python .venv/bin/python benchmarks/python/gp_vs_peers.py --seeds 10 --out gp_results.json
 Quick: --seeds 2 --budgets 50 --functions branin --timing-n 50 200
@@ -32,8 +34,11 @@ def get_fn(key):
 
 
 # ---------------------------------------------------------------- optimisation runs (best-so-far curve)
+GP_SETTINGS = {}  # extra kt.GP keyword arguments (--gp-settings)
+
+
 def run_kubetune(f, n, seed, threads):
-    study = kt.Study(f.space(), searcher=kt.GP(threads=threads), seed=seed)
+    study = kt.Study(f.space(), searcher=kt.GP(threads=threads, **GP_SETTINGS), seed=seed)
     curve, best, times = [], math.inf, []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -95,42 +100,52 @@ def history(f, n, seed=0):
     return X, np.array([f(x) for x in X])
 
 
-def med(pairs):
-    """Median wall and CPU seconds of (wall, cpu) pairs (CPU time is fairer on a shared, loaded machine)."""
-    return {"wall": statistics.median(p[0] for p in pairs), "cpu": statistics.median(p[1] for p in pairs)}
+def summary(pairs):
+    """Mean and median wall and CPU seconds of (wall, cpu) pairs, plus every ask's CPU seconds.
+
+    The mean counts every ask (hyperparameter refits included); CPU time is fairer on a shared machine."""
+    return {"wall": statistics.fmean(p[0] for p in pairs), "cpu": statistics.fmean(p[1] for p in pairs),
+            "wall_median": statistics.median(p[0] for p in pairs),
+            "cpu_median": statistics.median(p[1] for p in pairs), "asks": len(pairs),
+            "cpu_each": [round(p[1], 6) for p in pairs]}
 
 
 def time_kubetune(f, n, reps, threads):
-    X, y = history(f, n)
-    study = kt.Study(f.space(), searcher=kt.GP(threads=threads), seed=0)
+    """History of n - 1 random points, one untimed ask (the cold fit) and tell, then `reps` consecutive
+    timed asks at n, n + 1, ... (each told before the next)."""
+    X, y = history(f, n - 1)
+    study = kt.Study(f.space(), searcher=kt.GP(threads=threads, **GP_SETTINGS), seed=0)
     for x, v in zip(X, y):
         study.add_trial({f"x{i}": float(c) for i, c in enumerate(x)}, float(v))
     out = []
-    for _ in range(reps + 1):  # the first ask is a cold fit (no stored hyperparameters); report the warm ones
+    for r in range(reps + 1):
         t0, c0 = time.perf_counter(), time.process_time()
         t = study.ask()
-        out.append((time.perf_counter() - t0, time.process_time() - c0))
+        if r > 0:
+            out.append((time.perf_counter() - t0, time.process_time() - c0))
         study.tell(t, f(t.params))
-    return med(out[1:] if reps > 0 else out)
+    return summary(out)
 
 
 def time_optuna(f, n, reps, threads):
+    """Same protocol as time_kubetune."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    X, y = history(f, n)
+    X, y = history(f, n - 1)
     dists = {f"x{i}": optuna.distributions.FloatDistribution(lo, hi) for i, (lo, hi) in enumerate(f.bounds)}
     study = optuna.create_study(sampler=optuna.samplers.GPSampler(seed=0))
     study.add_trials([optuna.trial.create_trial(params={f"x{i}": float(c) for i, c in enumerate(x)},
                                                 distributions=dists, value=float(v)) for x, v in zip(X, y)])
     out = []
-    for _ in range(max(reps, 1)):
+    for r in range(reps + 1):
         t0, c0 = time.perf_counter(), time.process_time()
         trial = study.ask()
         x = [trial.suggest_float(k, d.low, d.high) for k, d in dists.items()]
-        out.append((time.perf_counter() - t0, time.process_time() - c0))
+        if r > 0:
+            out.append((time.perf_counter() - t0, time.process_time() - c0))
         study.tell(trial, f(np.array(x)))
-    return med(out)
+    return summary(out)
 
 
 def time_skopt(f, n, reps, threads):
@@ -145,7 +160,7 @@ def time_skopt(f, n, reps, threads):
         opt.tell([list(map(float, x)) for x in X], [float(v) for v in y])  # fit + acquisition optimisation
         opt.ask()
         out.append((time.perf_counter() - t0, time.process_time() - c0))
-    return med(out)
+    return summary(out)
 
 
 RUNNERS = {"kubetune": (run_kubetune, time_kubetune), "optuna": (run_optuna, time_optuna),
@@ -178,10 +193,12 @@ def main(argv=None):
     ap.add_argument("--timing-function", default="hartmann6", choices=list(FUNCTIONS))
     ap.add_argument("--threads", type=int, default=1, help="threads for kubetune (and skopt n_jobs)")
     ap.add_argument("--skip-quality", action="store_true")
+    ap.add_argument("--gp-settings", default="{}", help="extra kt.GP keyword arguments as JSON")
     ap.add_argument("--out", default=None, help="write raw results (JSON) here")
     ap.add_argument("--log", default=None, help="append one JSON line per finished run here")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
+    GP_SETTINGS.update(json.loads(args.gp_settings))
     try:
         import torch
 
@@ -212,8 +229,8 @@ def main(argv=None):
                 print(f"{key:10s} {b:6d} " + " ".join(f"{row[p]:12.5f}" for p in peers), flush=True)
     if args.timing_n:
         f = get_fn(args.timing_function)
-        print(f"\nseconds per suggestion on {args.timing_function} with n complete trials (median of reps), "
-              "wall / process CPU")
+        print(f"\nseconds per suggestion on {args.timing_function} from n complete trials: mean over {args.timing_reps} "
+              "consecutive asks (after one untimed ask), wall / process CPU")
         print(f"{'n':>6s} " + " ".join(f"{p:>20s}" for p in peers))
         for n in args.timing_n:
             row = {}
