@@ -760,10 +760,24 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     const double* lz = lz_.data() + d * k_;
     char* kk = kernel_known_.data();
     double* ls = lzsum_.data();
-    for (std::size_t k = 0; k < k_; ++k) {
-      kk[k] &= kn[k];
-      ls[k] += lz[k];
+    std::size_t k = 0;
+    for (; k + 2 <= k_; k += 2) {  // element-wise, so the same sums as one at a time
+      V2d a, b;
+      std::memcpy(&a, ls + k, sizeof a);
+      std::memcpy(&b, lz + k, sizeof b);
+      a += b;
+      std::memcpy(ls + k, &a, sizeof a);
     }
+    for (; k < k_; ++k) ls[k] += lz[k];
+    k = 0;
+    for (; k + 8 <= k_; k += 8) {
+      std::uint64_t a, b;
+      std::memcpy(&a, kk + k, 8);
+      std::memcpy(&b, kn + k, 8);
+      a &= b;
+      std::memcpy(kk + k, &a, 8);
+    }
+    for (; k < k_; ++k) kk[k] &= kn[k];
   }
   // One categorical dimension: the mixture's mass of each choice in closed form, summed in linear space
   // (the kernel-by-kernel log-sum-exp gives the same value up to rounding).

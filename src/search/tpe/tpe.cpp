@@ -238,7 +238,7 @@ struct TPEWorkspace {
   // Per-thread gather buffers (one per OpenMP thread in the parallel univariate path).
   struct Scratch {
     std::vector<double> obs, wts, wts_above;
-    std::vector<std::size_t> order, rowpos;
+    std::vector<std::size_t> order, rowpos, act;
   };
   std::vector<Scratch> scr;
   std::vector<double> cand, lb, la;
@@ -655,24 +655,27 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       }
       sc.obs.resize(rows);
     } else {
-      // Row-major rows of the group (direct writes; log only for log-scaled parameters).
+      // Row-major rows of the group from the parameter-major copy (contiguous reads; log only for log-scaled
+      // parameters): first the active trials, then one column at a time.
       const std::size_t dg = g.params.size();
-      sc.obs.resize(idx.size() * dg);
-      double* o = sc.obs.data();
-      const bool any_log = std::any_of(g.params.begin(), g.params.end(), [&](std::size_t p) { return ws.pm[p].log; });
-      for (std::size_t i : idx) {
-        const double* x = trials[i].x.data();
-        if (std::isnan(x[first])) continue;
-        double* row = o + rows * dg;
-        if (any_log) {
-          for (std::size_t q = 0; q < dg; ++q) row[q] = to_model(ws.pm[g.params[q]], x[g.params[q]]);
-        } else {
-          for (std::size_t q = 0; q < dg; ++q) row[q] = x[g.params[q]];
-        }
-        if (want_order) sc.rowpos[i] = rows;
-        ++rows;
-      }
+      const double* colf = ws.xt.data() + first * N;
+      sc.act.clear();
+      for (std::size_t i : idx)
+        if (!std::isnan(colf[i])) sc.act.push_back(i);
+      rows = sc.act.size();
       sc.obs.resize(rows * dg);
+      double* o = sc.obs.data();
+      for (std::size_t q = 0; q < dg; ++q) {
+        const detail::ParamModel& pq = ws.pm[g.params[q]];
+        const double* col = ws.xt.data() + g.params[q] * N;
+        if (pq.log) {
+          for (std::size_t r = 0; r < rows; ++r) o[r * dg + q] = std::log(col[sc.act[r]]);
+        } else {
+          for (std::size_t r = 0; r < rows; ++r) o[r * dg + q] = col[sc.act[r]];
+        }
+      }
+      if (want_order)
+        for (std::size_t r = 0; r < rows; ++r) sc.rowpos[sc.act[r]] = r;
     }
     if (want_order && g.params.size() > 1) {
       // Joint group: one argsort per dimension from the sort cache (dimension-major, rows incl. in-batch
