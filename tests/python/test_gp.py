@@ -155,3 +155,33 @@ def test_katib_settings_and_errors():
         kt.GP(n_candidates=0)
     with pytest.raises(ValueError, match="columns"):
         gpmod.GaussianProcess(2).set_data(np.zeros((3, 3)), np.zeros(3))
+
+
+def test_refit_schedule_and_defaults():
+    """Hyperparameters are refitted once the history has grown by max(1, n_fit // refit_scale) (stored as
+    gp_fit_n on each suggestion); a study reloaded before every ask proposes exactly the same points."""
+    g = kt.GP()
+    c = g.config()
+    assert (c["n_candidates"], c["n_refine"], c["refit_scale"]) == (512, 3, 10)
+    f = kt.functions.get("hartmann6")
+    a = kt.Study(f.space(), searcher=kt.GP(threads=1, refit_scale=4, n_candidates=128), seed=3)
+    b = kt.Study.from_json(a.to_json())
+    last = None
+    reused = 0
+    for _ in range(30):
+        b = kt.Study.from_json(b.to_json())  # fresh searcher: no cached factorisation
+        ta, tb = a.ask(), b.ask()
+        assert ta.params == tb.params and ta.system_attrs == tb.system_attrs
+        n_done = len(a.trials) - 1
+        fit_n = ta.system_attrs.get("gp_fit_n")
+        if fit_n is not None:
+            if last is None or n_done >= last + max(1, int(last) // 4):
+                assert fit_n == n_done
+            else:
+                assert fit_n == last
+                reused += 1
+            last = fit_n
+        v = f(ta.params)
+        a.tell(ta, v)
+        b.tell(tb, v)
+    assert reused >= 10
