@@ -16,6 +16,7 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/parallel.hpp"
+#include "simd_kernels.hpp"
 
 namespace kubetune::search::gp {
 namespace {
@@ -275,7 +276,13 @@ void GaussianProcess::variance_from_cross(Eigen::MatrixXd& Ks, Eigen::VectorXd& 
     var.setConstant(Ks.cols(), s2 * y_scale_ * y_scale_);
     return;
   }
-  L_.triangularView<Eigen::Lower>().solveInPlace(Ks);
+  if (simd::available() && n >= 128) {  // AVX2 substitutions beat Eigen's SSE2 blocked solve from ~n = 100
+    for (Eigen::Index j = 0; j < Ks.cols(); ++j)
+      simd::trsv_lower(L_.data(), static_cast<std::size_t>(L_.outerStride()), Ks.col(j).data(),
+                       static_cast<std::size_t>(n));
+  } else {
+    L_.triangularView<Eigen::Lower>().solveInPlace(Ks);
+  }
   var = ((s2 - Ks.colwise().squaredNorm().array()).max(kMinVar * s2) * (y_scale_ * y_scale_)).matrix().transpose();
 }
 
@@ -325,7 +332,10 @@ void GaussianProcess::predict_one(const double* x, double& mean, double& var, do
     for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel_(X_.col(i).data(), x);
   }
   double mu = mean_ + k.dot(alpha_);
-  Eigen::VectorXd v = L_.triangularView<Eigen::Lower>().solve(k);
+  Eigen::VectorXd v = k;
+  const bool vec = simd::available();  // AVX2 substitutions, else Eigen's
+  if (vec) simd::trsv_lower(L_.data(), static_cast<std::size_t>(L_.outerStride()), v.data(), static_cast<std::size_t>(n));
+  else L_.triangularView<Eigen::Lower>().solveInPlace(v);
   double vv = s2 - v.squaredNorm();
   const bool floored = vv < kMinVar * s2;
   vv = std::max(vv, kMinVar * s2);
@@ -337,7 +347,10 @@ void GaussianProcess::predict_one(const double* x, double& mean, double& var, do
       if (floored) {
         std::fill(dvar, dvar + D, 0.0);
       } else {
-        L_.triangularView<Eigen::Lower>().transpose().solveInPlace(v);  // v = K^-1 k
+        if (vec)  // v = K^-1 k
+          simd::trsv_lower_t(L_.data(), static_cast<std::size_t>(L_.outerStride()), v.data(), static_cast<std::size_t>(n));
+        else
+          L_.triangularView<Eigen::Lower>().transpose().solveInPlace(v);
         Eigen::Map<Eigen::VectorXd>(dvar, D) = (-2.0 * y_scale_ * y_scale_) * (dK * v);
       }
     }

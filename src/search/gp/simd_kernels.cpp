@@ -127,6 +127,92 @@ __attribute__((target("avx2,fma"))) void exp_avx2(const double* x, double* out, 
   if (i < n) store_tail(out + i, exp4(load_tail(x + i, n - i)), n - i);
 }
 
+// Forward substitution L x = b in place (L lower triangular, column-major, leading dimension ld), four
+// columns at a time: the 4 x 4 diagonal block by scalars, then x[j+4:] -= L[j+4:, j:j+4] x[j:j+4].
+__attribute__((target("avx2,fma"))) void trsv_lower_avx2(const double* L, std::size_t ld, double* x,
+                                                         std::size_t n) {
+  std::size_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const double* c0 = L + j * ld;
+    const double* c1 = c0 + ld;
+    const double* c2 = c1 + ld;
+    const double* c3 = c2 + ld;
+    const double x0 = x[j] / c0[j];
+    const double x1 = (x[j + 1] - c0[j + 1] * x0) / c1[j + 1];
+    const double x2 = (x[j + 2] - c0[j + 2] * x0 - c1[j + 2] * x1) / c2[j + 2];
+    const double x3 = (x[j + 3] - c0[j + 3] * x0 - c1[j + 3] * x1 - c2[j + 3] * x2) / c3[j + 3];
+    x[j] = x0;
+    x[j + 1] = x1;
+    x[j + 2] = x2;
+    x[j + 3] = x3;
+    std::size_t i = j + 4;
+    for (; i + 4 <= n; i += 4) {
+      v4d acc = load4(x + i);
+      acc -= load4(c0 + i) * x0;
+      acc -= load4(c1 + i) * x1;
+      acc -= load4(c2 + i) * x2;
+      acc -= load4(c3 + i) * x3;
+      store4(x + i, acc);
+    }
+    for (; i < n; ++i) x[i] -= c0[i] * x0 + c1[i] * x1 + c2[i] * x2 + c3[i] * x3;
+  }
+  for (; j < n; ++j) {
+    const double* c = L + j * ld;
+    const double xj = x[j] / c[j];
+    x[j] = xj;
+    for (std::size_t i = j + 1; i < n; ++i) x[i] -= c[i] * xj;
+  }
+}
+
+__attribute__((target("avx2,fma"), always_inline)) inline double hsum(v4d v) { return (v[0] + v[2]) + (v[1] + v[3]); }
+
+// Back substitution L^T x = b in place: x_j = (b_j - L[j+1:, j] . x[j+1:]) / L_jj, four columns at a time
+// (dots of the four columns with the solved tail, then the 4 x 4 block).
+__attribute__((target("avx2,fma"))) void trsv_lower_t_avx2(const double* L, std::size_t ld, double* x,
+                                                           std::size_t n) {
+  std::size_t end = n;  // x[end:] solved
+  while (end % 4 != 0) {
+    const std::size_t j = end - 1;
+    const double* c = L + j * ld;
+    double s = x[j];
+    for (std::size_t i = end; i < n; ++i) s -= c[i] * x[i];
+    x[j] = s / c[j];
+    end = j;
+  }
+  while (end > 0) {
+    const std::size_t j = end - 4;
+    const double* c0 = L + j * ld;
+    const double* c1 = c0 + ld;
+    const double* c2 = c1 + ld;
+    const double* c3 = c2 + ld;
+    v4d a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+    std::size_t i = end;
+    for (; i + 4 <= n; i += 4) {
+      const v4d xv = load4(x + i);
+      a0 += load4(c0 + i) * xv;
+      a1 += load4(c1 + i) * xv;
+      a2 += load4(c2 + i) * xv;
+      a3 += load4(c3 + i) * xv;
+    }
+    double d0 = hsum(a0), d1 = hsum(a1), d2 = hsum(a2), d3 = hsum(a3);
+    for (; i < n; ++i) {
+      d0 += c0[i] * x[i];
+      d1 += c1[i] * x[i];
+      d2 += c2[i] * x[i];
+      d3 += c3[i] * x[i];
+    }
+    const double x3 = (x[j + 3] - d3) / c3[j + 3];
+    const double x2 = (x[j + 2] - d2 - c2[j + 3] * x3) / c2[j + 2];
+    const double x1 = (x[j + 1] - d1 - c1[j + 2] * x2 - c1[j + 3] * x3) / c1[j + 1];
+    const double x0 = (x[j] - d0 - c0[j + 1] * x1 - c0[j + 2] * x2 - c0[j + 3] * x3) / c0[j];
+    x[j] = x0;
+    x[j + 1] = x1;
+    x[j + 2] = x2;
+    x[j + 3] = x3;
+    end = j;
+  }
+}
+
 bool detect() noexcept {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -169,6 +255,23 @@ void rbf(const double* r2, double* out, std::size_t n, double s2) noexcept {
   for (std::size_t i = 0; i < n; ++i) out[i] = s2 * std::exp(-0.5 * r2[i]);
 }
 
+void trsv_lower(const double* L, std::size_t ld, double* x, std::size_t n) noexcept {
+  if (available()) return trsv_lower_avx2(L, ld, x, n);
+  for (std::size_t j = 0; j < n; ++j) {
+    x[j] /= L[j * ld + j];
+    for (std::size_t i = j + 1; i < n; ++i) x[i] -= L[j * ld + i] * x[j];
+  }
+}
+
+void trsv_lower_t(const double* L, std::size_t ld, double* x, std::size_t n) noexcept {
+  if (available()) return trsv_lower_t_avx2(L, ld, x, n);
+  for (std::size_t j = n; j-- > 0;) {
+    double s = x[j];
+    for (std::size_t i = j + 1; i < n; ++i) s -= L[j * ld + i] * x[i];
+    x[j] = s / L[j * ld + j];
+  }
+}
+
 #else  // not x86-64 GCC: scalar loops
 
 bool available() noexcept { return false; }
@@ -191,6 +294,19 @@ void matern52_grad(const double* r2, double* k, double* g, std::size_t n, double
 }
 void rbf(const double* r2, double* out, std::size_t n, double s2) noexcept {
   for (std::size_t i = 0; i < n; ++i) out[i] = s2 * std::exp(-0.5 * r2[i]);
+}
+void trsv_lower(const double* L, std::size_t ld, double* x, std::size_t n) noexcept {
+  for (std::size_t j = 0; j < n; ++j) {
+    x[j] /= L[j * ld + j];
+    for (std::size_t i = j + 1; i < n; ++i) x[i] -= L[j * ld + i] * x[j];
+  }
+}
+void trsv_lower_t(const double* L, std::size_t ld, double* x, std::size_t n) noexcept {
+  for (std::size_t j = n; j-- > 0;) {
+    double s = x[j];
+    for (std::size_t i = j + 1; i < n; ++i) s -= L[j * ld + i] * x[i];
+    x[j] = s / L[j * ld + j];
+  }
 }
 
 #endif

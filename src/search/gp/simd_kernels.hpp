@@ -24,4 +24,9 @@ void matern52_grad(const double* r2, double* k, double* g, std::size_t n, double
 /// out_i = s2 exp(-r2_i / 2) (RBF). out may alias r2.
 void rbf(const double* r2, double* out, std::size_t n, double s2) noexcept;
 
+/// Solve L x = b (trsv_lower) or L^T x = b (trsv_lower_t) in place for a lower-triangular n x n L stored
+/// column-major with leading dimension ld (only its lower triangle is read).
+void trsv_lower(const double* L, std::size_t ld, double* x, std::size_t n) noexcept;
+void trsv_lower_t(const double* L, std::size_t ld, double* x, std::size_t n) noexcept;
+
 }  // namespace kubetune::search::gp::simd

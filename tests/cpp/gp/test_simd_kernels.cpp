@@ -1,5 +1,7 @@
 // Vectorised kernel profiles (AVX2/FMA where available, scalar otherwise) vs std::exp and the closed forms.
 #include <cmath>
+
+#include <Eigen/Cholesky>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -103,5 +105,34 @@ TEST(GPSimdKernels, VectorisedAndScalarPathsAgree) {
       EXPECT_NEAR(dm[0][d], dm[1][d], 1e-8);
       EXPECT_NEAR(dv[0][d], dv[1][d], 1e-8);
     }
+  }
+}
+
+TEST(GPSimdKernels, TriangularSolvesMatchEigen) {
+  kubetune::Rng rng(6);
+  for (int n : {1, 3, 4, 5, 8, 13, 130}) {
+    Eigen::MatrixXd A(n, n);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) A(i, j) = rng.uniform() - 0.5;
+    A = (A * A.transpose()).eval();
+    A.diagonal().array() += n;
+    // A factor stored with a leading dimension larger than n (as a block of a bigger matrix).
+    Eigen::MatrixXd big = Eigen::MatrixXd::Constant(n + 3, n, 1e300);
+    big.topRows(n) = A.llt().matrixL();
+    big.topRows(n).triangularView<Eigen::StrictlyUpper>().setConstant(1e300);  // never read
+    const Eigen::MatrixXd L = A.llt().matrixL();
+    Eigen::VectorXd b(n);
+    for (int i = 0; i < n; ++i) b[i] = rng.uniform() - 0.5;
+    for (bool scalar : {false, true}) {
+      simd::set_scalar_only(scalar);
+      Eigen::VectorXd x = b, y = b;
+      simd::trsv_lower(big.data(), static_cast<std::size_t>(n + 3), x.data(), static_cast<std::size_t>(n));
+      simd::trsv_lower_t(big.data(), static_cast<std::size_t>(n + 3), y.data(), static_cast<std::size_t>(n));
+      const Eigen::VectorXd xr = L.triangularView<Eigen::Lower>().solve(b);
+      const Eigen::VectorXd yr = L.transpose().triangularView<Eigen::Upper>().solve(b);
+      EXPECT_LT((x - xr).cwiseAbs().maxCoeff(), 1e-13) << n << " scalar " << scalar;
+      EXPECT_LT((y - yr).cwiseAbs().maxCoeff(), 1e-13) << n << " scalar " << scalar;
+    }
+    simd::set_scalar_only(false);
   }
 }
