@@ -242,7 +242,12 @@ struct TPEWorkspace {
   };
   std::vector<Scratch> scr;
   std::vector<double> cand, lb, la;
-  std::vector<double> xt;  // univariate: parameter-major copy of the trials' values (D x N)
+  // History copies kept across asks (pure memoisation: verified against ctx.trials on every ask, rows from
+  // the first differing trial on are rebuilt). hist: row-major bits of each trial's x (NaN row where the
+  // trial is malformed); xt: parameter-major copy, column p at xt[p * xt_cap + i] (NaN where inactive).
+  std::vector<double> hist, xt;
+  std::vector<char> hist_bad;  // per cached trial: malformed (x.size() != D)
+  std::size_t hist_n = 0, xt_cap = 0;
   std::unordered_set<std::uint64_t> seen;
   // An always-active continuous parameter makes exact repeats practically impossible: no dedupe set then.
   bool dedupe = true;
@@ -262,11 +267,34 @@ struct TPEWorkspace {
   std::vector<char> member;      // per trial: 1 below, 2 above
 
   void prepare(const SearchSpace& s, const TPEConfig& cfg);
-  void update_sort_cache(const std::vector<Trial>& trials, const double* xt);
+  void update_history(const std::vector<Trial>& trials);
+  void update_sort_cache(const std::vector<Trial>& trials);
 };
 
+namespace {
+// Field-by-field equality of two spaces (what SearchSpace::operator== decides through to_json, without
+// building JSON on every ask). Bitwise for the doubles, so any difference at all rebuilds the model.
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_param(const Param& a, const Param& b) {
+  if (a.name != b.name || a.type != b.type || a.distribution != b.distribution || !same_bits(a.low, b.low) ||
+      !same_bits(a.high, b.high) || !same_bits(a.step, b.step) || !same_bits(a.mu, b.mu) ||
+      !same_bits(a.sigma, b.sigma) || a.values.size() != b.values.size() || a.choices != b.choices ||
+      a.condition.has_value() != b.condition.has_value())
+    return false;
+  for (std::size_t i = 0; i < a.values.size(); ++i)
+    if (!same_bits(a.values[i], b.values[i])) return false;
+  return !a.condition || (a.condition->parent == b.condition->parent && a.condition->values == b.condition->values);
+}
+bool same_space(const SearchSpace& a, const SearchSpace& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!same_param(a.params()[i], b.params()[i])) return false;
+  return true;
+}
+}  // namespace
+
 void TPEWorkspace::prepare(const SearchSpace& s, const TPEConfig& cfg) {
-  if (have_space && multivariate == cfg.multivariate && group == cfg.group && space == s) return;
+  if (have_space && multivariate == cfg.multivariate && group == cfg.group && same_space(space, s)) return;
   have_space = true;
   space = s;
   multivariate = cfg.multivariate;
@@ -359,6 +387,10 @@ void TPEWorkspace::prepare(const SearchSpace& s, const TPEConfig& cfg) {
   }
   sorted.assign(D, {});
   sorted_count = 0;
+  hist.clear();
+  hist_n = 0;
+  xt.clear();
+  xt_cap = 0;
   est_below.resize(groups.size());
   est_above.resize(groups.size());
   below_ok.assign(groups.size(), 0);
@@ -372,28 +404,56 @@ inline double model_value(const ParamModel& m, double v) {
 inline bool cacheable(const ParamModel& m) { return m.dim.kind != ParzenDim::Kind::Categorical; }
 }  // namespace
 
-void TPEWorkspace::update_sort_cache(const std::vector<Trial>& trials, const double* xt) {
+void TPEWorkspace::update_history(const std::vector<Trial>& trials) {
   const std::size_t D = pm.size();
   const std::size_t N = trials.size();
-  bool valid = sorted_count <= N;
-  // Verify: every cached entry still matches its trial, and no other trial of the prefix is active.
-  // xt: parameter-major values (NaN where inactive or the trial is malformed).
-  for (std::size_t p = 0; valid && p < D; ++p) {
-    if (!cacheable(pm[p])) continue;
-    const double* col = xt + p * N;
-    std::size_t active = 0;
-    for (std::size_t i = 0; i < sorted_count; ++i) active += col[i] == col[i];
-    if (active != sorted[p].size()) {
-      valid = false;
+  // Longest prefix of trials whose x is bit-identical to the cached rows.
+  std::size_t keep = std::min(hist_n, N);
+  for (std::size_t i = 0; i < keep; ++i) {
+    const std::vector<double>& x = trials[i].x;
+    const double* h = hist.data() + i * D;
+    const bool same = x.size() == D ? !hist_bad[i] && std::memcmp(x.data(), h, D * sizeof(double)) == 0
+                                    : hist_bad[i] != 0;
+    if (!same) {
+      keep = i;
       break;
     }
-    for (const auto& e : sorted[p]) {
-      if (!(col[e.idx] == e.raw)) {
-        valid = false;
-        break;
-      }
-    }
   }
+  if (keep < sorted_count) {  // the sort cache covers a changed trial: rebuilt below
+    sorted_count = 0;
+    for (auto& l : sorted) l.clear();
+  }
+  hist_n = keep;
+  if (N > xt_cap || xt.size() != D * xt_cap) {
+    std::size_t cap = std::max<std::size_t>(xt_cap, 64);
+    while (cap < N) cap *= 2;
+    std::vector<double> nx(D * cap, kNaN);
+    for (std::size_t p = 0; p < D; ++p)
+      for (std::size_t i = 0; i < hist_n; ++i) nx[p * cap + i] = hist[i * D + p];
+    xt.swap(nx);
+    xt_cap = cap;
+  }
+  hist.resize(D * N);
+  hist_bad.resize(N);
+  for (std::size_t i = hist_n; i < N; ++i) {
+    const std::vector<double>& x = trials[i].x;
+    double* h = hist.data() + i * D;
+    hist_bad[i] = x.size() != D;
+    if (x.size() == D) {
+      std::memcpy(h, x.data(), D * sizeof(double));
+    } else {
+      for (std::size_t p = 0; p < D; ++p) h[p] = kNaN;
+    }
+    for (std::size_t p = 0; p < D; ++p) xt[p * xt_cap + i] = h[p];
+  }
+  hist_n = N;
+}
+
+void TPEWorkspace::update_sort_cache(const std::vector<Trial>& trials) {
+  // Valid for the first sorted_count trials: update_history() cleared it if any of them changed.
+  const std::size_t D = pm.size();
+  const std::size_t N = trials.size();
+  const bool valid = sorted_count <= N;
   const std::size_t from = valid ? sorted_count : 0;
   const bool rebuild = !valid || N - from > 64;
   for (std::size_t p = 0; p < D; ++p) {
@@ -608,19 +668,11 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   constexpr std::size_t kNoRow = std::size_t(-1);
   const std::size_t N = trials.size();
   if (use_sort_cache) {
-    // Parameter-major copy of the history (NaN where inactive or malformed): one pass over the trials
-    // instead of one per parameter.
-    ws.xt.resize(D * N);
-    for (std::size_t i = 0; i < N; ++i) {
-      const std::vector<double>& x = trials[i].x;
-      if (x.size() == D) {
-        for (std::size_t p = 0; p < D; ++p) ws.xt[p * N + i] = x[p];
-      } else {
-        for (std::size_t p = 0; p < D; ++p) ws.xt[p * N + i] = kNaN;
-      }
-    }
-    ws.update_sort_cache(trials, ws.xt.data());
+    // Parameter-major copy of the history (NaN where inactive or malformed), extended incrementally.
+    ws.update_history(trials);
+    ws.update_sort_cache(trials);
   }
+  const std::size_t XS = ws.xt_cap;  // column stride of ws.xt
   // Parallel univariate path: groups are independent when no parameter is conditional; fits and scoring
   // run on several threads, the random draws stay in group order, so results do not depend on nt.
   int nt = 1;
@@ -643,7 +695,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
     std::size_t rows = 0;
     if (use_sort_cache && g.params.size() == 1) {
       const detail::ParamModel& pmf = ws.pm[first];
-      const double* col = ws.xt.data() + first * N;
+      const double* col = ws.xt.data() + first * XS;
       sc.obs.resize(idx.size());
       double* o = sc.obs.data();
       for (std::size_t i : idx) {
@@ -658,7 +710,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       // Row-major rows of the group from the parameter-major copy (contiguous reads; log only for log-scaled
       // parameters): first the active trials, then one column at a time.
       const std::size_t dg = g.params.size();
-      const double* colf = ws.xt.data() + first * N;
+      const double* colf = ws.xt.data() + first * XS;
       sc.act.clear();
       for (std::size_t i : idx)
         if (!std::isnan(colf[i])) sc.act.push_back(i);
@@ -667,7 +719,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       double* o = sc.obs.data();
       for (std::size_t q = 0; q < dg; ++q) {
         const detail::ParamModel& pq = ws.pm[g.params[q]];
-        const double* col = ws.xt.data() + g.params[q] * N;
+        const double* col = ws.xt.data() + g.params[q] * XS;
         if (pq.log) {
           for (std::size_t r = 0; r < rows; ++r) o[r * dg + q] = std::log(col[sc.act[r]]);
         } else {

@@ -601,3 +601,63 @@ TEST(TPEModels, JointWidthsSplitAndWeightsByHand) {
   EXPECT_DOUBLE_EQ(hi.sigmas(1)[12], 5.0);
   EXPECT_NEAR(hi.weights()[12], 1.0 / total, 1e-15);
 }
+
+TEST(TPE, ReusedSearcherMatchesAFreshOneWhateverTheHistoryDoes) {
+  // The history copies and sort cache kept across asks are pure memoisation: one searcher asked on a history
+  // that grows, is edited in place (a value, -0 vs +0, a state), shrinks and holds malformed rows must answer
+  // exactly as a fresh searcher on the same history.
+  SearchSpace sp;
+  sp.add_double("a", -2, 2).add_double("b", 1e-3, 1, true).add_int("k", 0, 9).add_categorical("c", {"u", "v"});
+  std::vector<Direction> dir = {Direction::Minimize};
+  for (bool mv : {true, false}) {
+    TPEConfig c;
+    c.multivariate = mv;
+    TPE reused(c);
+    std::vector<Trial> hist;
+    Rng gen(11);
+    auto add = [&](int count) {
+      for (int i = 0; i < count; ++i) {
+        Trial t;
+        t.id = static_cast<std::int64_t>(hist.size());
+        t.x = sp.sample(gen);
+        t.state = TrialState::Complete;
+        t.values = {t.x[0] * t.x[0] + std::abs(t.x[2] - 4) / 9 + t.x[3]};
+        hist.push_back(t);
+      }
+    };
+    auto check = [&](const char* what) {
+      Rng r1(5, hist.size()), r2(5, hist.size());
+      TPE fresh(c);
+      auto a = reused.ask(SearchContext{sp, hist, dir, r1}, 2);
+      auto b = fresh.ask(SearchContext{sp, hist, dir, r2}, 2);
+      ASSERT_EQ(a.size(), b.size()) << what;
+      for (std::size_t k = 0; k < a.size(); ++k)
+        for (std::size_t d = 0; d < a[k].x.size(); ++d)
+          EXPECT_TRUE(a[k].x[d] == b[k].x[d] || (std::isnan(a[k].x[d]) && std::isnan(b[k].x[d])))
+              << what << " mv=" << mv << " point " << k << " param " << d;
+    };
+    add(150);
+    check("initial");
+    add(1);
+    check("one appended");
+    add(100);
+    check("many appended");
+    hist[40].x[0] = -hist[40].x[0];
+    check("value edited in place");
+    hist[41].x[0] = 0.0;
+    check("zero");
+    hist[41].x[0] = -0.0;
+    check("negative zero");
+    hist[70].state = TrialState::Running;
+    hist[70].values.clear();
+    check("state changed");
+    hist.resize(120);
+    check("shrunk");
+    hist[100].x.pop_back();  // malformed row: ignored
+    check("malformed");
+    hist[100].x = sp.sample(gen);
+    check("repaired");
+    add(3);
+    check("appended after repair");
+  }
+}
