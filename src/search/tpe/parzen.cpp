@@ -181,6 +181,68 @@ struct WindowArgs {
     shi[k] += ub[k];                                                                                             \
   }
 
+// fit()'s per-kernel pass over one continuous dimension (no step): reciprocal width, log-density constant
+// (clipped widths share inv_min / cst_min; others go lane by lane through std::log, as the scalar pass),
+// truncation flags (|bounds| beyond 8.5 sigma: log Z = 0), the bound ub_obs otherwise. Returns whether some
+// kernel is not inner. Same values as the scalar loop.
+struct KernelPassArgs {
+  const double *mu, *sg;
+  double *inv, *cst, *lz, *ub;
+  char* kn;
+  std::size_t n;
+  double minsig, inv_min, cst_min, lo_e, hi_e, ub_obs;
+};
+#define KT_KPASS_BODY                                                                                            \
+  const std::size_t n = a.n;                                                                                     \
+  bool unknown = false;                                                                                          \
+  std::size_t k = 0;                                                                                             \
+  const VD vmin = VD{} + a.minsig, vinv = VD{} + a.inv_min, vcst = VD{} + a.cst_min;                             \
+  const VD vlo = VD{} + a.lo_e, vhi = VD{} + a.hi_e, vub = VD{} + a.ub_obs;                                      \
+  const VD lim_lo = VD{} - 8.5, lim_hi = VD{} + 8.5;                                                             \
+  for (; k + KW <= n; k += KW) {                                                                                 \
+    VD sk, m;                                                                                                    \
+    std::memcpy(&sk, a.sg + k, sizeof sk);                                                                       \
+    std::memcpy(&m, a.mu + k, sizeof m);                                                                         \
+    const VL clipped = sk == vmin;                                                                               \
+    VD ik, cs;                                                                                                   \
+    bool all = true;                                                                                             \
+    for (int l = 0; l < KW; ++l) all &= clipped[l] != 0;                                                         \
+    if (all) {                                                                                                   \
+      ik = vinv;                                                                                                 \
+      cs = vcst;                                                                                                 \
+    } else {                                                                                                     \
+      ik = 1.0 / sk;                                                                                             \
+      ik = clipped ? vinv : ik;                                                                                  \
+      for (int l = 0; l < KW; ++l) cs[l] = clipped[l] ? a.cst_min : -std::log(sk[l]) - kLogSqrt2Pi;             \
+    }                                                                                                            \
+    const VD za = (vlo - m) * ik, zb = (vhi - m) * ik;                                                           \
+    const VL inner = (za < lim_lo) & (zb > lim_hi);                                                              \
+    const VD u = inner ? VD{} : vub;                                                                             \
+    const VD zero = VD{};                                                                                        \
+    std::memcpy(a.inv + k, &ik, sizeof ik);                                                                      \
+    std::memcpy(a.cst + k, &cs, sizeof cs);                                                                      \
+    std::memcpy(a.lz + k, &zero, sizeof zero);                                                                   \
+    std::memcpy(a.ub + k, &u, sizeof u);                                                                         \
+    for (int l = 0; l < KW; ++l) {                                                                               \
+      a.kn[k + l] = static_cast<char>(inner[l] != 0);                                                            \
+      unknown |= inner[l] == 0;                                                                                  \
+    }                                                                                                            \
+  }                                                                                                              \
+  for (; k < n; ++k) {                                                                                           \
+    const double sk = a.sg[k];                                                                                   \
+    const bool clipped = sk == a.minsig;                                                                         \
+    const double ik = clipped ? a.inv_min : 1.0 / sk;                                                           \
+    a.inv[k] = ik;                                                                                               \
+    a.cst[k] = clipped ? a.cst_min : -std::log(sk) - kLogSqrt2Pi;                                                \
+    const double za = (a.lo_e - a.mu[k]) * ik, zb = (a.hi_e - a.mu[k]) * ik;                                     \
+    const bool inner = za < -8.5 && zb > 8.5;                                                                    \
+    a.lz[k] = 0.0;                                                                                               \
+    a.ub[k] = inner ? 0.0 : a.ub_obs;                                                                            \
+    a.kn[k] = static_cast<char>(inner);                                                                          \
+    unknown |= !inner;                                                                                           \
+  }                                                                                                              \
+  return unknown;
+
 #define KT_ACC_ARGS                                                                                              \
   double v, const double *mu, const double *inv, const double *cst, const double *ub, double *acc, double *shi, \
       std::size_t K
@@ -195,6 +257,7 @@ __attribute__((target("avx2,fma"))) double window_expsum_avx2(double* t, std::si
   KT_EXPSUM_BODY
 }
 __attribute__((target("avx2,fma"))) void acc_cont_avx2(KT_ACC_ARGS) { KT_ACC_BODY }
+__attribute__((target("avx2,fma"))) bool kernel_pass_avx2(const KernelPassArgs& a) { KT_KPASS_BODY }
 #undef VD
 #undef VL
 #undef KW
@@ -205,18 +268,22 @@ __attribute__((target("avx2,fma"))) void acc_cont_avx2(KT_ACC_ARGS) { KT_ACC_BOD
 double window_terms_base(const WindowArgs& a) { KT_WINDOW_BODY }
 double window_expsum_base(double* t, std::size_t w, double M) { KT_EXPSUM_BODY }
 void acc_cont_base(KT_ACC_ARGS) { KT_ACC_BODY }
+bool kernel_pass_base(const KernelPassArgs& a) { KT_KPASS_BODY }
 #undef VD
 #undef VL
 #undef KW
 #undef KT_WINDOW_BODY
 #undef KT_EXPSUM_BODY
 #undef KT_ACC_BODY
+#undef KT_KPASS_BODY
 
 struct WindowKernels {
   void (*acc_cont)(KT_ACC_ARGS);
   double (*terms)(const WindowArgs&);
   double (*expsum)(double*, std::size_t, double);
+  bool (*kernel_pass)(const KernelPassArgs&);
   WindowKernels() {
+    kernel_pass = kernel_pass_base;
     terms = window_terms_base;
     expsum = window_expsum_base;
     acc_cont = acc_cont_base;
@@ -226,6 +293,7 @@ struct WindowKernels {
       terms = window_terms_avx2;
       expsum = window_expsum_avx2;
       acc_cont = acc_cont_avx2;
+      kernel_pass = kernel_pass_avx2;
     }
 #endif
   }
@@ -434,8 +502,20 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     // the kernels come out sorted; win_perm_ keeps each kernel's input row, sample_pos_ the inverse.
     const std::size_t D = dims.size();
     {
-      bool finite = true;
-      for (std::size_t i = 0; i < n * D; ++i) finite &= std::isfinite(obs[i]);
+      // x * 0 is 0 for finite x and NaN for +-inf / NaN: one NaN-propagating sum, element-wise in lanes.
+      const std::size_t nd = n * D;
+      V2d z0 = V2d{}, z1 = V2d{};
+      std::size_t i = 0;
+      for (; i + 4 <= nd; i += 4) {
+        V2d a, b;
+        std::memcpy(&a, obs + i, sizeof a);
+        std::memcpy(&b, obs + i + 2, sizeof b);
+        z0 += a * 0.0;
+        z1 += b * 0.0;
+      }
+      double zs = z0[0] + z0[1] + z1[0] + z1[1];
+      for (; i < nd; ++i) zs += obs[i] * 0.0;
+      bool finite = zs == 0.0;
       for (std::size_t i = 0; !finite && i < n; ++i)
         for (std::size_t d = 0; d < D; ++d)
           KT_CHECK(std::isfinite(obs[i * D + d]), InvalidArgument, "parzen: observation ", i, " of dimension ", d,
@@ -705,7 +785,12 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     const double cst_min = -log_minsig - kLogSqrt2Pi + log_s;
     const bool exact_now = !(ub_obs < 50.0);
     char unknown = 0;
-    for (std::size_t k = 0; k < n; ++k) {
+    if (!disc) {
+      unknown = window_kernels().kernel_pass(
+          {mu, sg, inv, cst, lzs, ub, kn, n, minsig, inv_min, cst_min, lo_e, hi_e, ub_obs});
+      std::fill(half, half + n, 0.0);
+    }
+    for (std::size_t k = 0; disc && k < n; ++k) {
       const double sk = sg[k];
       const bool clipped = sk == minsig;
       const double ik = clipped ? inv_min : 1.0 / sk;
@@ -1025,7 +1110,11 @@ double ParzenEstimator::log_pdf_window(const double* x) const {
   if (w == 0) return t_prior;
   approx_range(x, lo, hi, acc, slo, shi);
   double L = t_prior;
-  for (std::size_t j = 0; j < w; ++j) L = std::max(L, acc[j] - slo[j]);
+  if (has_discrete_) {
+    for (std::size_t j = 0; j < w; ++j) L = std::max(L, acc[j] - slo[j]);
+  } else {
+    for (std::size_t j = 0; j < w; ++j) L = std::max(L, acc[j]);
+  }
   const double thr = L - kCut;
   double M = t_prior;
   for (std::size_t j = 0; j < w; ++j) {
@@ -1144,7 +1233,7 @@ bool ParzenEstimator::approx_range(const double* x, std::size_t k0, std::size_t 
     }
   }
   std::copy(lw_.data() + k0, lw_.data() + k1, acc);
-  std::fill(slo, slo + w, 0.0);
+  if (has_discrete_) std::fill(slo, slo + w, 0.0);  // only discrete dimensions have a lower slack
   std::fill(shi, shi + w, 0.0);
   for (std::size_t d = 0; d < D; ++d) {
     const ParzenDim& pd = dims_[d];
@@ -1346,7 +1435,7 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
                            shi_.data() + o);
     double L = -kInf;
     if (in)
-      for (std::size_t k = 0; k < K; ++k) L = std::max(L, acc_[o + k] - slo_[o + k]);
+      for (std::size_t k = 0; k < K; ++k) L = std::max(L, has_discrete_ ? acc_[o + k] - slo_[o + k] : acc_[o + k]);
     thr_[static_cast<std::size_t>(r)] = in ? L - kCut : kInf;
   }
   if (any_unknown_) {
