@@ -117,7 +117,7 @@ class ParzenEstimator {
   std::vector<std::size_t> order_, idx_;
   std::vector<char> seen_;
   std::vector<std::uint64_t> keys_;
-  std::vector<double> sorted_w_;
+  std::vector<double> sorted_w_;  // scratch (widths: centres in sorted order; categorical masses)
   bool sorted1d_ = false;
   // Previous one-dimensional fit's sorted kernels and truncation masses (lz is a pure function of bounds,
   // centre and width; reused for identical kernels, never changing a result). prev_kn_ marks resolved ones.

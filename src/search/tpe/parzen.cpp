@@ -731,33 +731,50 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       const bool inner_only = !opt.consider_endpoints && n >= 2;
       // (n indices < n, strictly increasing in (value, input row) -- the row map is injective -- contain no
       // repeat, so they are a permutation: no separate check needed.)
+      // Three branch-light passes: gather the centres in sorted order (after a bounds check of the indices),
+      // verify the order (only equal neighbours need the row test), widths from the contiguous sorted values
+      // written back through the order. Same arithmetic as one kernel at a time.
       auto widths = [&](const std::size_t* ord, bool verify) -> bool {
+        const double* sv = mu;
+        if (ord) {
+          if (verify) {
+            std::size_t bad = 0;
+            for (std::size_t j = 0; j < n; ++j) bad |= static_cast<std::size_t>(ord[j] >= n);
+            if (bad) return false;
+          }
+          sorted_w_.resize(n);
+          double* g = sorted_w_.data();
+          for (std::size_t j = 0; j < n; ++j) g[j] = mu[ord[j]];
+          if (verify) {
+            std::size_t nonincr = 0;
+            for (std::size_t j = 0; j + 1 < n; ++j) nonincr += static_cast<std::size_t>(!(g[j] < g[j + 1]));
+            for (std::size_t j = 0; nonincr && j + 1 < n; ++j) {
+              if (g[j] < g[j + 1]) continue;
+              const std::size_t oc = ord[j], on = ord[j + 1];
+              if (!(g[j] == g[j + 1] && (win_ ? win_perm_[on] > win_perm_[oc] : on > oc))) return false;
+              --nonincr;
+            }
+          }
+          sv = g;
+        }
         double smax = 0.0;
-        std::size_t oc = ord ? ord[0] : 0;
-        if (verify && !(oc < n)) return false;
-        double prev = lo_e, cur = mu[oc];
-        for (std::size_t j = 0; j < n; ++j) {
-          std::size_t on = 0;
-          double next = hi_e;
-          if (j + 1 < n) {
-            on = ord ? ord[j + 1] : j + 1;
-            if (verify && !(on < n)) return false;
-            next = mu[on];
-            if (verify && !(cur < next || (cur == next && (win_ ? win_perm_[on] > win_perm_[oc] : on > oc))))
-              return false;
-          }
-          const double left = cur - prev, right = next - cur;
-          double sig = std::max(left, right);
-          if (inner_only) {
-            if (j == 0) sig = right;
-            if (j == n - 1) sig = left;
-          }
+        auto put = [&](std::size_t j, double sig) {
           sig = std::min(std::max(sig, minsig), maxsig);  // = std::clamp
-          sg[oc] = sig;
+          sg[ord ? ord[j] : j] = sig;
           smax = std::max(smax, sig);
-          prev = cur;
-          cur = next;
-          oc = on;
+        };
+        if (n == 1) {
+          put(0, std::max(sv[0] - lo_e, hi_e - sv[0]));
+        } else {
+          put(0, inner_only ? sv[1] - sv[0] : std::max(sv[0] - lo_e, sv[1] - sv[0]));
+          for (std::size_t j = 1; j + 1 < n; ++j) {
+            const double left = sv[j] - sv[j - 1], right = sv[j + 1] - sv[j];
+            double sig = left < right ? right : left;  // = std::max(left, right)
+            sig = std::min(std::max(sig, minsig), maxsig);
+            sg[ord ? ord[j] : j] = sig;
+            smax = smax < sig ? sig : smax;
+          }
+          put(n - 1, inner_only ? sv[n - 1] - sv[n - 2] : std::max(sv[n - 1] - sv[n - 2], hi_e - sv[n - 1]));
         }
         sig_max = smax;
         return true;
@@ -1426,10 +1443,8 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
   }
   thr_.resize(m);
   const long long mm = static_cast<long long>(m);
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-#endif
-  for (long long r = 0; r < mm; ++r) {
+  // (One thread: plain loops -- an OpenMP region costs a team start even when its if() clause is false.)
+  auto bound_pass = [&](long long r) {
     const std::size_t o = static_cast<std::size_t>(r) * K;
     bool in = approx_range(x + static_cast<std::size_t>(r) * D, 0, K, acc_.data() + o, slo_.data() + o,
                            shi_.data() + o);
@@ -1437,6 +1452,14 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
     if (in)
       for (std::size_t k = 0; k < K; ++k) L = std::max(L, has_discrete_ ? acc_[o + k] - slo_[o + k] : acc_[o + k]);
     thr_[static_cast<std::size_t>(r)] = in ? L - kCut : kInf;
+  };
+  if (nt > 1) {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static)
+#endif
+    for (long long r = 0; r < mm; ++r) bound_pass(r);
+  } else {
+    for (long long r = 0; r < mm; ++r) bound_pass(r);
   }
   if (any_unknown_) {
     for (std::size_t r = 0; r < m; ++r) {
@@ -1447,15 +1470,12 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
         if (!kernel_known_[k] && acc_[o + k] + shi_[o + k] >= thr) resolve_log_z(k);
     }
   }
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-#endif
-  for (long long r = 0; r < mm; ++r) {
+  auto exact_pass = [&](long long r) {
     const std::size_t ru = static_cast<std::size_t>(r);
     const double thr = thr_[ru];
     if (thr == kInf) {
       out[ru] = -kInf;
-      continue;
+      return;
     }
     const std::size_t o = ru * K;
     double* acc = acc_.data() + o;
@@ -1472,13 +1492,21 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
     }
     if (M == -kInf) {
       out[ru] = -kInf;
-      continue;
+      return;
     }
     const double cut = M - kCut;
     double sum = 0.0;
     for (std::size_t k = 0; k < K; ++k)
       if (acc[k] >= cut) sum += exp_nonpositive(acc[k] - M);
     out[ru] = M + std::log(sum);
+  };
+  if (nt > 1) {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static)
+#endif
+    for (long long r = 0; r < mm; ++r) exact_pass(r);
+  } else {
+    for (long long r = 0; r < mm; ++r) exact_pass(r);
   }
 }
 

@@ -237,7 +237,7 @@ struct TPEWorkspace {
   std::vector<std::size_t> above_version;
   // Per-thread gather buffers (one per OpenMP thread in the parallel univariate path).
   struct Scratch {
-    std::vector<double> obs, wts, wts_above;
+    std::vector<double> obs, obs_below, wts, wts_above;
     std::vector<std::size_t> order, rowpos, act;
   };
   std::vector<Scratch> scr;
@@ -691,8 +691,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   auto gather = [&](detail::TPEWorkspace::Scratch& sc, const detail::Group& g, const std::vector<std::size_t>& idx,
                     bool with_batch, bool& want_order, std::vector<double>& wts) -> std::size_t {
     const std::size_t first = g.params[0];
-    sc.obs.clear();
-    std::size_t rows = 0;
+    std::size_t rows = 0;  // sc.obs is resized below (no clear: growing a buffer value-initialises its tail)
     if (use_sort_cache && g.params.size() == 1) {
       const detail::ParamModel& pmf = ws.pm[first];
       const double* col = ws.xt.data() + first * XS;
@@ -803,8 +802,10 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
     const detail::Group& g = ws.groups[gi];
     if (!ws.below_ok[gi]) {
       bool no_order = false;
+      std::swap(sc.obs, sc.obs_below);  // l(x) and g(x) keep their own row buffers (no regrowth per ask)
       std::size_t rows = gather(sc, g, ws.below, false, no_order, sc.wts);
-      ws.est_below[gi].fit(g.dims, sc.obs.data(), rows, sc.wts.data(), popt);
+      std::swap(sc.obs, sc.obs_below);
+      ws.est_below[gi].fit(g.dims, sc.obs_below.data(), rows, sc.wts.data(), popt);
       ws.below_ok[gi] = 1;
     }
     if (ws.above_version[gi] != ws.n_batch) {
