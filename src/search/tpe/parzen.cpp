@@ -2,6 +2,7 @@
 #include "kubetune/search/parzen.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -194,20 +195,26 @@ struct KernelPassArgs {
 };
 #define KT_KPASS_BODY                                                                                            \
   const std::size_t n = a.n;                                                                                     \
-  bool unknown = false;                                                                                          \
+  const double* const mu = a.mu;                                                                                 \
+  const double* const sg = a.sg;                                                                                 \
+  double* const inv = a.inv;                                                                                     \
+  double* const cst = a.cst;                                                                                     \
+  double* const lz = a.lz;                                                                                       \
+  double* const ubp = a.ub;                                                                                      \
+  char* const kn = a.kn;                                                                                         \
+  int unknown = 0;                                                                                               \
   std::size_t k = 0;                                                                                             \
   const VD vmin = VD{} + a.minsig, vinv = VD{} + a.inv_min, vcst = VD{} + a.cst_min;                             \
   const VD vlo = VD{} + a.lo_e, vhi = VD{} + a.hi_e, vub = VD{} + a.ub_obs;                                      \
   const VD lim_lo = VD{} - 8.5, lim_hi = VD{} + 8.5;                                                             \
+  constexpr int kFull = (1 << KW) - 1;                                                                           \
   for (; k + KW <= n; k += KW) {                                                                                 \
     VD sk, m;                                                                                                    \
-    std::memcpy(&sk, a.sg + k, sizeof sk);                                                                       \
-    std::memcpy(&m, a.mu + k, sizeof m);                                                                         \
+    std::memcpy(&sk, sg + k, sizeof sk);                                                                         \
+    std::memcpy(&m, mu + k, sizeof m);                                                                           \
     const VL clipped = sk == vmin;                                                                               \
     VD ik, cs;                                                                                                   \
-    bool all = true;                                                                                             \
-    for (int l = 0; l < KW; ++l) all &= clipped[l] != 0;                                                         \
-    if (all) {                                                                                                   \
+    if (MOVMSK(clipped) == kFull) {                                                                              \
       ik = vinv;                                                                                                 \
       cs = vcst;                                                                                                 \
     } else {                                                                                                     \
@@ -219,29 +226,47 @@ struct KernelPassArgs {
     const VL inner = (za < lim_lo) & (zb > lim_hi);                                                              \
     const VD u = inner ? VD{} : vub;                                                                             \
     const VD zero = VD{};                                                                                        \
-    std::memcpy(a.inv + k, &ik, sizeof ik);                                                                      \
-    std::memcpy(a.cst + k, &cs, sizeof cs);                                                                      \
-    std::memcpy(a.lz + k, &zero, sizeof zero);                                                                   \
-    std::memcpy(a.ub + k, &u, sizeof u);                                                                         \
-    for (int l = 0; l < KW; ++l) {                                                                               \
-      a.kn[k + l] = static_cast<char>(inner[l] != 0);                                                            \
-      unknown |= inner[l] == 0;                                                                                  \
+    std::memcpy(inv + k, &ik, sizeof ik);                                                                        \
+    std::memcpy(cst + k, &cs, sizeof cs);                                                                        \
+    std::memcpy(lz + k, &zero, sizeof zero);                                                                     \
+    std::memcpy(ubp + k, &u, sizeof u);                                                                          \
+    const int mi = MOVMSK(inner);                                                                                \
+    unknown |= mi ^ kFull;                                                                                       \
+    if constexpr (std::endian::native == std::endian::little) {                                                  \
+      const KBYTES bytes = static_cast<KBYTES>(kInnerBytes.v[mi]);                                               \
+      std::memcpy(kn + k, &bytes, sizeof bytes);                                                                 \
+    } else {                                                                                                     \
+      for (int l = 0; l < KW; ++l) kn[k + l] = static_cast<char>((mi >> l) & 1);                                 \
     }                                                                                                            \
   }                                                                                                              \
   for (; k < n; ++k) {                                                                                           \
-    const double sk = a.sg[k];                                                                                   \
+    const double sk = sg[k];                                                                                     \
     const bool clipped = sk == a.minsig;                                                                         \
     const double ik = clipped ? a.inv_min : 1.0 / sk;                                                           \
-    a.inv[k] = ik;                                                                                               \
-    a.cst[k] = clipped ? a.cst_min : -std::log(sk) - kLogSqrt2Pi;                                                \
-    const double za = (a.lo_e - a.mu[k]) * ik, zb = (a.hi_e - a.mu[k]) * ik;                                     \
+    inv[k] = ik;                                                                                                 \
+    cst[k] = clipped ? a.cst_min : -std::log(sk) - kLogSqrt2Pi;                                                  \
+    const double za = (a.lo_e - mu[k]) * ik, zb = (a.hi_e - mu[k]) * ik;                                         \
     const bool inner = za < -8.5 && zb > 8.5;                                                                    \
-    a.lz[k] = 0.0;                                                                                               \
-    a.ub[k] = inner ? 0.0 : a.ub_obs;                                                                            \
-    a.kn[k] = static_cast<char>(inner);                                                                          \
+    lz[k] = 0.0;                                                                                                 \
+    ubp[k] = inner ? 0.0 : a.ub_obs;                                                                             \
+    kn[k] = static_cast<char>(inner);                                                                            \
     unknown |= !inner;                                                                                           \
   }                                                                                                              \
-  return unknown;
+  return unknown != 0;
+
+// Lane mask (bit l = lane l set) -> one 0/1 byte per lane, for the known flags.
+struct InnerBytes {
+  std::uint32_t v[16];
+  constexpr InnerBytes() : v() {
+    for (int m = 0; m < 16; ++m) {
+      std::uint32_t b = 0;
+      for (int l = 0; l < 4; ++l)
+        if (m & (1 << l)) b |= std::uint32_t{1} << (8 * l);  // little-endian: byte l = lane l
+      v[m] = b;
+    }
+  }
+};
+constexpr InnerBytes kInnerBytes;
 
 #define KT_ACC_ARGS                                                                                              \
   double v, const double *mu, const double *inv, const double *cst, const double *ub, double *acc, double *shi, \
@@ -252,6 +277,8 @@ struct KernelPassArgs {
 #define VD V4d
 #define VL V4l
 #define KW 4
+#define KBYTES std::uint32_t
+#define MOVMSK(v) __builtin_ia32_movmskpd256((V4d)(v))
 __attribute__((target("avx2,fma"))) double window_terms_avx2(const WindowArgs& a) { KT_WINDOW_BODY }
 __attribute__((target("avx2,fma"))) double window_expsum_avx2(double* t, std::size_t w, double M) {
   KT_EXPSUM_BODY
@@ -261,10 +288,14 @@ __attribute__((target("avx2,fma"))) bool kernel_pass_avx2(const KernelPassArgs& 
 #undef VD
 #undef VL
 #undef KW
+#undef KBYTES
+#undef MOVMSK
 #endif
 #define VD V2d
 #define VL V2l
 #define KW 2
+#define KBYTES std::uint16_t
+#define MOVMSK(v) (((v)[0] != 0 ? 1 : 0) | ((v)[1] != 0 ? 2 : 0))
 double window_terms_base(const WindowArgs& a) { KT_WINDOW_BODY }
 double window_expsum_base(double* t, std::size_t w, double M) { KT_EXPSUM_BODY }
 void acc_cont_base(KT_ACC_ARGS) { KT_ACC_BODY }
@@ -272,6 +303,8 @@ bool kernel_pass_base(const KernelPassArgs& a) { KT_KPASS_BODY }
 #undef VD
 #undef VL
 #undef KW
+#undef KBYTES
+#undef MOVMSK
 #undef KT_WINDOW_BODY
 #undef KT_EXPSUM_BODY
 #undef KT_ACC_BODY
