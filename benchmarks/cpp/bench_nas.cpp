@@ -54,6 +54,12 @@ void run_steps(benchmark::State& state, Setup& s, Device dev) {
   state.counters["weights"] = static_cast<double>(s.darts->net().num_weights());
 }
 
+bool have_cuda(benchmark::State& state) {
+  if (kubetune::device::cuda_available()) return true;
+  state.SkipWithError("no CUDA device (or built without CUDA)");
+  return false;
+}
+
 void BM_DartsStepCPU_Reduced(benchmark::State& state) {
   set_num_threads(static_cast<int>(state.range(0)));
   Setup s = make(Device::CPU, 5, 8, 32, 28, 1, false);
@@ -70,10 +76,7 @@ void BM_DartsStepCPU_Reduced_SecondOrder(benchmark::State& state) {
 BENCHMARK(BM_DartsStepCPU_Reduced_SecondOrder)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 void BM_DartsStepCUDA_Paper(benchmark::State& state) {
-  if (!kubetune::device::cuda_available()) {
-    state.SkipWithError("no CUDA device (or built without CUDA)");
-    return;
-  }
+  if (!have_cuda(state)) return;
   Setup s = make(Device::CUDA, 8, 16, 64, 32, 3, false);
   run_steps(state, s, Device::CUDA);
   state.SetLabel("8 cells, C=16, batch 64, 32x32");
@@ -81,10 +84,7 @@ void BM_DartsStepCUDA_Paper(benchmark::State& state) {
 BENCHMARK(BM_DartsStepCUDA_Paper)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
 
 void BM_DartsStepCUDA_Paper_SecondOrder(benchmark::State& state) {
-  if (!kubetune::device::cuda_available()) {
-    state.SkipWithError("no CUDA device (or built without CUDA)");
-    return;
-  }
+  if (!have_cuda(state)) return;
   Setup s = make(Device::CUDA, 8, 16, 64, 32, 3, true);
   run_steps(state, s, Device::CUDA);
   state.SetLabel("8 cells, C=16, batch 64, 32x32, second order");
@@ -92,10 +92,7 @@ void BM_DartsStepCUDA_Paper_SecondOrder(benchmark::State& state) {
 BENCHMARK(BM_DartsStepCUDA_Paper_SecondOrder)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 void BM_DartsStepCUDA_Reduced(benchmark::State& state) {
-  if (!kubetune::device::cuda_available()) {
-    state.SkipWithError("no CUDA device (or built without CUDA)");
-    return;
-  }
+  if (!have_cuda(state)) return;
   Setup s = make(Device::CUDA, 5, 8, 32, 28, 1, false);
   run_steps(state, s, Device::CUDA);
 }
