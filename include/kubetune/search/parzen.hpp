@@ -62,6 +62,18 @@ class ParzenEstimator {
   void fit(const std::vector<ParzenDim>& dims, const double* observations, std::size_t n, const double* weights,
            const ParzenOptions& options, const std::size_t* order = nullptr);
 
+  /// Joint estimators with at least this many observations (first dimension not categorical) keep their kernels
+  /// sorted by dimension 0 and evaluate only the window of kernels near each point.
+  static constexpr std::size_t kWindowRows = 64;
+  /// fit() for a caller that already holds its rows in that sorted order: row j of `obs` (and weights[j]) is
+  /// input row perm[j] of the equivalent fit() call, rows ascending in dimension 0 (values clamped to the
+  /// support, ties by input row); `order` holds, dimension-major (d * n + j), each dimension's stable argsort
+  /// over these rows (ties by input row; dimension 0 and categorical ones unused). Gives exactly
+  /// fit(dims, rows in input order, ...) and falls back to it when the rows are not as described (n below
+  /// kWindowRows, one dimension, categorical dimension 0, unsorted rows). perm must be a permutation of 0..n-1.
+  void fit_presorted(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n, const double* weights,
+                     const ParzenOptions& options, const std::size_t* order, const std::size_t* perm);
+
   std::size_t n_dims() const noexcept { return dims_.size(); }
   /// Observations + the prior kernel.
   std::size_t n_kernels() const noexcept { return k_; }

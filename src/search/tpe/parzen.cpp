@@ -29,7 +29,7 @@ constexpr double kCut = 40.0;
 constexpr std::size_t kParallelWork = std::size_t{1} << 17;
 // Joint estimators with at least this many observations keep their kernels sorted by dimension 0 and
 // evaluate only the window of kernels that can matter (see log_pdf_window).
-constexpr std::size_t kWindowMin = 64;
+constexpr std::size_t kWindowMin = ParzenEstimator::kWindowRows;
 // Optuna's EPS for bandwidths when magic clip is off.
 constexpr double kMinSigma = 1e-12;
 
@@ -337,6 +337,23 @@ const WindowKernels& window_kernels() {
   return k;
 }
 
+// Whether all of v[0..n) are finite: x * 0 is 0 for finite x and NaN for +-inf / NaN, so one NaN-propagating
+// sum (element-wise in lanes) decides.
+bool all_finite(const double* v, std::size_t n) noexcept {
+  V2d z0 = V2d{}, z1 = V2d{};
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    V2d a, b;
+    std::memcpy(&a, v + i, sizeof a);
+    std::memcpy(&b, v + i + 2, sizeof b);
+    z0 += a * 0.0;
+    z1 += b * 0.0;
+  }
+  double zs = z0[0] + z0[1] + z1[0] + z1[1];
+  for (; i < n; ++i) zs += v[i] * 0.0;
+  return zs == 0.0;
+}
+
 // Order-preserving unsigned key of a double (-0 == +0; no NaN here).
 inline std::uint64_t sort_key(double v) noexcept {
   if (v == 0.0) v = 0.0;
@@ -507,6 +524,51 @@ double sample_truncated_normal(Rng& rng, double mu, double sigma, double low, do
 }
 
 // ------------------------------------------------------------------------------------------ fit
+void ParzenEstimator::fit_presorted(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n,
+                                    const double* weights, const ParzenOptions& opt, const std::size_t* order,
+                                    const std::size_t* perm) {
+  const std::size_t D = dims.size();
+  // perm must be a permutation (checked: the fallback scatters through it).
+  seen_.assign(n, 0);
+  for (std::size_t j = 0; j < n; ++j) {
+    KT_CHECK(perm[j] < n && !seen_[perm[j]], InvalidArgument, "parzen: fit_presorted: perm[", j, "] = ", perm[j],
+             " is out of range or repeated (n = ", n, ")");
+    seen_[perm[j]] = 1;
+  }
+  bool ok = !window_input_ && D > 1 && n >= kWindowMin && dims[0].kind != ParzenDim::Kind::Categorical &&
+            all_finite(obs, n * D);
+  if (ok) {
+    // Dimension 0 ascending after the clamp fit() applies, ties in input-row order.
+    const ParzenDim& p0 = dims[0];
+    const double s0 = p0.kind == ParzenDim::Kind::Discrete ? p0.step : 0.0;
+    const double lo0 = p0.low - 0.5 * s0, hi0 = p0.high + 0.5 * s0;
+    double prev = std::clamp(obs[0], lo0, hi0);
+    for (std::size_t j = 1; ok && j < n; ++j) {
+      const double c = std::clamp(obs[j * D], lo0, hi0);
+      ok = prev < c || (prev == c && perm[j - 1] < perm[j]);
+      prev = c;
+    }
+  }
+  if (!ok) {  // back to input order; the caller's argsorts do not apply there
+    std::vector<double> in(n * D), win(weights ? n : 0);
+    for (std::size_t j = 0; j < n; ++j) {
+      std::copy(obs + j * D, obs + (j + 1) * D, in.data() + perm[j] * D);
+      if (weights) win[perm[j]] = weights[j];
+    }
+    fit(dims, in.data(), n, weights ? win.data() : nullptr, opt, nullptr);
+    return;
+  }
+  win_perm_.assign(perm, perm + n);
+  sample_pos_.resize(n);
+  for (std::size_t j = 0; j < n; ++j) sample_pos_[perm[j]] = j;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{window_input_};
+  window_input_ = true;
+  fit(dims, obs, n, weights, opt, order);
+}
+
 void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n,
                           const double* weights, const ParzenOptions& opt, const std::size_t* order) {
   KT_CHECK(std::isfinite(opt.prior_weight) && opt.prior_weight > 0.0, InvalidArgument,
@@ -535,20 +597,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     // the kernels come out sorted; win_perm_ keeps each kernel's input row, sample_pos_ the inverse.
     const std::size_t D = dims.size();
     {
-      // x * 0 is 0 for finite x and NaN for +-inf / NaN: one NaN-propagating sum, element-wise in lanes.
-      const std::size_t nd = n * D;
-      V2d z0 = V2d{}, z1 = V2d{};
-      std::size_t i = 0;
-      for (; i + 4 <= nd; i += 4) {
-        V2d a, b;
-        std::memcpy(&a, obs + i, sizeof a);
-        std::memcpy(&b, obs + i + 2, sizeof b);
-        z0 += a * 0.0;
-        z1 += b * 0.0;
-      }
-      double zs = z0[0] + z0[1] + z1[0] + z1[1];
-      for (; i < nd; ++i) zs += obs[i] * 0.0;
-      bool finite = zs == 0.0;
+      bool finite = all_finite(obs, n * D);
       for (std::size_t i = 0; !finite && i < n; ++i)
         for (std::size_t d = 0; d < D; ++d)
           KT_CHECK(std::isfinite(obs[i * D + d]), InvalidArgument, "parzen: observation ", i, " of dimension ", d,
@@ -815,7 +864,14 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       if (sorted1d_ || (win_ && d == 0)) {
         widths(nullptr, false);
       } else if (!(order && widths(order + d * n, true))) {
-        argsort(mu, n);
+        if (win_) {  // rows reordered by dimension 0: sort in input-row order so ties keep it, then map back
+          win_col_.resize(n);
+          for (std::size_t j = 0; j < n; ++j) win_col_[win_perm_[j]] = mu[j];
+          argsort(win_col_.data(), n);
+          for (std::size_t j = 0; j < n; ++j) order_[j] = sample_pos_[order_[j]];
+        } else {
+          argsort(mu, n);
+        }
         widths(order_.data(), false);
       }
     }

@@ -238,7 +238,8 @@ struct TPEWorkspace {
   // Per-thread gather buffers (one per OpenMP thread in the parallel univariate path).
   struct Scratch {
     std::vector<double> obs, obs_below, wts, wts_above;
-    std::vector<std::size_t> order, rowpos, act;
+    std::vector<std::size_t> order, rowpos, act, perm;
+    std::vector<double> wts_sorted;
   };
   std::vector<Scratch> scr;
   std::vector<double> cand, lb, la;
@@ -797,6 +798,78 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
     return rows;
   };
 
+  // g(x) of a joint group with many rows and no in-batch liar: the rows gathered straight in the order the
+  // windowed estimator keeps them (by the first parameter's model value, ties by trial), with every
+  // dimension's argsort over those rows, from the sort cache (ParzenEstimator::fit_presorted; the same model
+  // as fit() on the rows in trial order). Returns the row count, 0 when this path does not apply.
+  auto gather_presorted = [&](detail::TPEWorkspace::Scratch& sc, const detail::Group& g) -> std::size_t {
+    const std::size_t dg = g.params.size();
+    const std::size_t first = g.params[0];
+    if (!use_sort_cache || popt.bandwidth != ParzenBandwidth::Neighbour || dg < 2 ||
+        !detail::cacheable(ws.pm[first]))
+      return 0;
+    if (cfg_.constant_liar)
+      for (std::size_t b = 0; b < ws.n_batch; ++b)
+        if (!std::isnan(ws.batch[b * D + first])) return 0;
+    const double* colf = ws.xt.data() + first * XS;
+    sc.act.clear();
+    for (std::size_t i : ws.above)
+      if (!std::isnan(colf[i])) sc.act.push_back(i);
+    const std::size_t rows = sc.act.size();
+    if (rows < ParzenEstimator::kWindowRows) return 0;
+    for (std::size_t r = 0; r < rows; ++r) sc.rowpos[sc.act[r]] = r;
+    // perm[j]: trial-order row of the j-th row in sorted order.
+    sc.perm.resize(rows);
+    std::size_t cnt = 0;
+    for (const auto& e : ws.sorted[first]) {
+      const std::size_t r = sc.rowpos[e.idx];
+      if (r != kNoRow && cnt < rows) sc.perm[cnt++] = r;
+    }
+    if (cnt != rows) return 0;  // malformed history (NaN inside an active group): plain path
+    // Trial of each sorted row (reusing act's storage after the rows are known), rows in sorted order.
+    for (std::size_t j = 0; j < rows; ++j) sc.rowpos[sc.act[sc.perm[j]]] = j;
+    sc.obs.resize(rows * dg);
+    double* o = sc.obs.data();
+    {
+      std::vector<std::size_t>& trial = sc.order;  // scratch: trial index of each sorted row
+      trial.resize(rows);
+      for (std::size_t j = 0; j < rows; ++j) trial[j] = sc.act[sc.perm[j]];
+      for (std::size_t q = 0; q < dg; ++q) {
+        const detail::ParamModel& pq = ws.pm[g.params[q]];
+        const double* col = ws.xt.data() + g.params[q] * XS;
+        if (pq.log) {
+          for (std::size_t j = 0; j < rows; ++j) o[j * dg + q] = std::log(col[trial[j]]);
+        } else {
+          for (std::size_t j = 0; j < rows; ++j) o[j * dg + q] = col[trial[j]];
+        }
+      }
+    }
+    // Argsorts over the sorted rows (dimension 0: the identity; categorical ones unused). A dimension whose
+    // cache does not cover every row gets an invalid order, which the estimator replaces by its own sort.
+    sc.order.resize(dg * rows);
+    for (std::size_t j = 0; j < rows; ++j) sc.order[j] = j;
+    for (std::size_t q = 1; q < dg; ++q) {
+      std::size_t* od = sc.order.data() + q * rows;
+      if (!detail::cacheable(ws.pm[g.params[q]])) {
+        for (std::size_t j = 0; j < rows; ++j) od[j] = j;
+        continue;
+      }
+      std::size_t c = 0;
+      for (const auto& e : ws.sorted[g.params[q]]) {
+        const std::size_t r = sc.rowpos[e.idx];
+        if (r != kNoRow && c < rows) od[c++] = r;
+      }
+      for (; c < rows; ++c) od[c] = rows;
+    }
+    if (sc.wts_above.size() != rows) {
+      sc.wts_above.resize(rows);
+      tpe_recency_weights(rows, cfg_.n_flat_weights, sc.wts_above.data());
+    }
+    sc.wts_sorted.resize(rows);
+    for (std::size_t j = 0; j < rows; ++j) sc.wts_sorted[j] = sc.wts_above[sc.perm[j]];
+    return rows;
+  };
+
   // Refit group gi's estimators where stale (l(x) once per ask; g(x) after each constant liar).
   auto fit_group = [&](detail::TPEWorkspace::Scratch& sc, std::size_t gi) {
     const detail::Group& g = ws.groups[gi];
@@ -809,6 +882,12 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       ws.below_ok[gi] = 1;
     }
     if (ws.above_version[gi] != ws.n_batch) {
+      if (const std::size_t rows = gather_presorted(sc, g)) {
+        ws.est_above[gi].fit_presorted(g.dims, sc.obs.data(), rows, sc.wts_sorted.data(), popt, sc.order.data(),
+                                       sc.perm.data());
+        ws.above_version[gi] = ws.n_batch;
+        return;
+      }
       bool want_order = use_sort_cache && popt.bandwidth == ParzenBandwidth::Neighbour &&
                         (g.params.size() > 1 || detail::cacheable(ws.pm[g.params[0]]));
       std::size_t rows = gather(sc, g, ws.above, cfg_.constant_liar, want_order, sc.wts_above);

@@ -488,3 +488,85 @@ TEST(Parzen, WindowedJointModelMatchesDirectSum) {
     }
   }
 }
+
+TEST(Parzen, PresortedFitIsTheSameModelAsFit) {
+  // fit_presorted() (rows already in dimension-0 order, the caller's argsorts over them) must give exactly the
+  // estimator fit() gives on the rows in input order: the same kernels, weights, log densities and draws --
+  // with tied values, a discrete and a categorical dimension, values outside the support (tied by the
+  // clamp), wrong argsorts (replaced by a sort with ties in input-row order) and unsorted rows (fallback).
+  const std::size_t n = 150;
+  std::vector<ParzenDim> dims = {ParzenDim::continuous(-1.0, 1.0), ParzenDim::discrete(0.0, 9.0, 1.0),
+                                 ParzenDim::continuous(0.0, 2.0), ParzenDim::categorical(3)};
+  for (int variant = 0; variant < 4; ++variant) {
+    Rng rng(70 + variant);
+    std::vector<double> obs(4 * n), w(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      obs[4 * i] = std::round(rng.uniform(-1.0, 1.0) * 8.0) / 8.0;  // many ties in dimension 0
+      obs[4 * i + 1] = static_cast<double>(rng.below(10));
+      obs[4 * i + 2] = std::round(rng.uniform(0.0, 2.0) * 16.0) / 16.0;
+      obs[4 * i + 3] = static_cast<double>(rng.below(3));
+      w[i] = 0.1 + static_cast<double>(i % 7) / 7.0;
+    }
+    if (variant >= 1) {  // outside the support in dimension 2: tied at the bound after the clamp
+      obs[4 * 5 + 2] = 2.5;
+      obs[4 * 9 + 2] = 2.25;
+      obs[4 * 40 + 2] = 3.0;
+    }
+    // Stable argsort of one dimension's raw values over a set of rows.
+    auto argsort = [&](std::size_t d, const std::vector<std::size_t>& rows) {
+      std::vector<std::size_t> o(rows.size());
+      for (std::size_t j = 0; j < o.size(); ++j) o[j] = j;
+      std::stable_sort(o.begin(), o.end(), [&](std::size_t a, std::size_t b) {
+        return obs[4 * rows[a] + d] < obs[4 * rows[b] + d];
+      });
+      return o;
+    };
+    std::vector<std::size_t> in(n);
+    for (std::size_t i = 0; i < n; ++i) in[i] = i;
+    std::vector<std::size_t> perm = argsort(0, in);  // input row of each sorted row
+    if (variant == 3) std::swap(perm[10], perm[100]);  // not sorted: the fallback path
+    std::vector<double> sobs(4 * n), sw(n);
+    for (std::size_t j = 0; j < n; ++j) {
+      for (int d = 0; d < 4; ++d) sobs[4 * j + d] = obs[4 * perm[j] + d];
+      sw[j] = w[perm[j]];
+    }
+    std::vector<std::size_t> order(4 * n);
+    for (std::size_t j = 0; j < n; ++j) order[j] = j;
+    for (std::size_t d = 1; d < 4; ++d) {
+      std::vector<std::size_t> o = argsort(d, perm);  // over the sorted rows, ties by sorted row ...
+      // ... but ties must follow the input row: re-sort ties by perm
+      std::stable_sort(o.begin(), o.end(), [&](std::size_t a, std::size_t b) {
+        const double va = sobs[4 * a + d], vb = sobs[4 * b + d];
+        return va < vb || (va == vb && perm[a] < perm[b]);
+      });
+      if (variant == 2 && d == 2) std::reverse(o.begin(), o.end());  // wrong argsort: must be replaced
+      std::copy(o.begin(), o.end(), order.begin() + d * n);
+    }
+    ParzenEstimator a, b;
+    a.fit(dims, obs.data(), n, w.data(), {});
+    b.fit_presorted(dims, sobs.data(), n, sw.data(), {}, order.data(), perm.data());
+    ASSERT_EQ(a.n_kernels(), b.n_kernels());
+    for (std::size_t k = 0; k < a.n_kernels(); ++k) {
+      EXPECT_EQ(a.weights()[k], b.weights()[k]) << variant << " k=" << k;
+      for (std::size_t d = 0; d < 4; ++d) {
+        EXPECT_EQ(a.mus(d)[k], b.mus(d)[k]) << variant << " d=" << d << " k=" << k;
+        EXPECT_EQ(a.sigmas(d)[k], b.sigmas(d)[k]) << variant << " d=" << d << " k=" << k;
+      }
+    }
+    Rng ra(5, variant), rb(5, variant);
+    std::vector<double> xa(4 * 50), xb(4 * 50), la(50), lb(50);
+    a.sample(ra, 50, xa.data());
+    b.sample(rb, 50, xb.data());
+    EXPECT_EQ(xa, xb) << variant;
+    a.log_pdf(xa.data(), 50, la.data());
+    b.log_pdf(xa.data(), 50, lb.data());
+    EXPECT_EQ(la, lb) << variant;
+  }
+  // A perm that is not a permutation is a caller error.
+  ParzenEstimator e;
+  std::vector<double> obs(2 * 70, 0.5);
+  std::vector<std::size_t> perm(70, 0), order(2 * 70, 0);
+  EXPECT_THROW(e.fit_presorted({ParzenDim::continuous(0, 1), ParzenDim::continuous(0, 1)}, obs.data(), 70, nullptr,
+                               {}, order.data(), perm.data()),
+               kubetune::InvalidArgument);
+}
