@@ -238,7 +238,7 @@ struct TPEWorkspace {
   // Per-thread gather buffers (one per OpenMP thread in the parallel univariate path).
   struct Scratch {
     std::vector<double> obs, obs_below, wts, wts_above;
-    std::vector<std::size_t> order, rowpos, act, perm;
+    std::vector<std::size_t> order, rowpos, act, perm, trial;
     std::vector<double> wts_sorted;
   };
   std::vector<Scratch> scr;
@@ -831,7 +831,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
     sc.obs.resize(rows * dg);
     double* o = sc.obs.data();
     {
-      std::vector<std::size_t>& trial = sc.order;  // scratch: trial index of each sorted row
+      std::vector<std::size_t>& trial = sc.trial;  // trial index of each sorted row
       trial.resize(rows);
       for (std::size_t j = 0; j < rows; ++j) trial[j] = sc.act[sc.perm[j]];
       for (std::size_t q = 0; q < dg; ++q) {
