@@ -101,6 +101,7 @@ class ParzenEstimator {
   void window_bounds();
   void build_cum_weights() const;
   double log_pdf_window(const double* x) const;
+  double log_pdf_prefiltered(const double* x, std::size_t lo, std::size_t hi, double t_prior) const;
   double exact_term(const double* x, std::size_t k, double approx) const;
   void fit_sorted1d(const double* obs, std::size_t n, const ParzenOptions& opt, const std::size_t* order);
   void update_lzsum(std::size_t k) const;
@@ -147,6 +148,10 @@ class ParzenEstimator {
   bool cat1d_ = false;            // one categorical dimension: log masses per choice in cat1d_lp_
   std::vector<double> cat1d_lp_;
   double tmax_ = 0.0, sig_max_ = 0.0;
+  std::vector<double> wb_;             // windowed: per observation kernel, its log term with distances dropped
+  std::vector<std::size_t> pre_dims_;  // windowed: continuous dimensions of the pre-filter
+  mutable std::vector<double> pre_b_, pre_g_;
+  mutable std::vector<std::size_t> pre_idx_;
   mutable std::vector<double> terms_;
   mutable std::vector<double> acc_, slo_, shi_, thr_;
 };

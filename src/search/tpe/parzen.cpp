@@ -1225,6 +1225,11 @@ void ParzenEstimator::window_bounds() {
   }
   tmax_ = tmax;
   sig_max_ = sig_max;
+  wb_.assign(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(n));
+  // Pre-filter dimensions of log_pdf_window: up to three continuous ones, dimension 0 first.
+  pre_dims_.clear();
+  for (std::size_t d = 0; d < D && pre_dims_.size() < 3; ++d)
+    if (dims_[d].kind == ParzenDim::Kind::Continuous) pre_dims_.push_back(d);
 }
 
 // Joint estimator, kernels sorted by dimension 0: the exact prior term gives a lower bound L of the largest
@@ -1248,6 +1253,7 @@ double ParzenEstimator::log_pdf_window(const double* x) const {
   const std::size_t hi = static_cast<std::size_t>(std::upper_bound(mu0 + lo, mu0 + n, x0 + R) - mu0);
   const std::size_t w = hi - lo;
   if (w == 0) return t_prior;
+  if (!pre_dims_.empty() && w >= 16) return log_pdf_prefiltered(x, lo, hi, t_prior);
   approx_range(x, lo, hi, acc, slo, shi);
   double L = t_prior;
   if (has_discrete_) {
@@ -1270,6 +1276,122 @@ double ParzenEstimator::log_pdf_window(const double* x) const {
   const double cut = M - kCut;
   double sum = exp_nonpositive(t_prior - M);
   for (std::size_t j = 0; j < w; ++j)
+    if (acc[j] >= cut) sum += exp_nonpositive(acc[j] - M);
+  return M + std::log(sum);
+}
+
+// log_pdf_window's evaluation of the window [lo, hi) through a cheap pre-filter: wb_ bounds each kernel's log
+// term with every distance dropped (lw + the largest categorical mass + sum of cst + ub, ub >= -log Z; for a
+// discrete dimension the bin mass <= step * peak density = exp(cst)); subtracting the squared distances of
+// up to three continuous dimensions keeps it an upper bound. Kernels whose bound lies a nat more than kCut
+// below the prior's exact term (a lower bound of the largest term) can neither be the largest term nor pass
+// the final cut, so dropping them changes nothing; the survivors go through the same steps as the full
+// window (approximate terms with the same kernels, lower / upper bounds, exact terms, log-sum-exp in window
+// order), so the result is the one log_pdf_window computes without the filter.
+double ParzenEstimator::log_pdf_prefiltered(const double* x, std::size_t lo, std::size_t hi, double t_prior) const {
+  const std::size_t w = hi - lo;
+  const std::size_t K = k_;
+  const std::size_t D = dims_.size();
+  if (pre_b_.size() < w + 2) {
+    pre_b_.resize(w + 2);
+    pre_idx_.resize(w + 2);
+  }
+  double* b = pre_b_.data();
+  std::copy(wb_.data() + lo, wb_.data() + hi, b);
+  for (std::size_t d : pre_dims_) {
+    const double v = x[d];
+    const double* mu = mu_.data() + d * K + lo;
+    const double* inv = inv_sigma_.data() + d * K + lo;
+    std::size_t j = 0;
+    for (; j + 2 <= w; j += 2) {
+      V2d m, iv, bb;
+      std::memcpy(&m, mu + j, sizeof m);
+      std::memcpy(&iv, inv + j, sizeof iv);
+      std::memcpy(&bb, b + j, sizeof bb);
+      const V2d z = (v - m) * iv;
+      bb -= 0.5 * z * z;
+      std::memcpy(b + j, &bb, sizeof bb);
+    }
+    for (; j < w; ++j) {
+      const double z = (v - mu[j]) * inv[j];
+      b[j] -= 0.5 * z * z;
+    }
+  }
+  const double keep = t_prior - kCut - 1.0;
+  std::size_t* idx = pre_idx_.data();
+  std::size_t ms = 0;
+  for (std::size_t j = 0; j < w; ++j) {
+    idx[ms] = lo + j;
+    ms += static_cast<std::size_t>(b[j] >= keep);
+  }
+  if (ms == 0) return t_prior;  // = t_prior + log(exp(0)), as the full evaluation gives
+  // Approximate terms of the survivors: the same per-kernel arithmetic as approx_range (continuous dimensions
+  // through the same kernel on gathered copies).
+  if (pre_g_.size() < 7 * ms) pre_g_.resize(7 * ms);
+  double* acc = pre_g_.data();
+  double* slo = acc + ms;
+  double* shi = slo + ms;
+  double* gm = shi + ms;
+  double* gi = gm + ms;
+  double* gc = gi + ms;
+  for (std::size_t j = 0; j < ms; ++j) {
+    acc[j] = lw_[idx[j]];
+    slo[j] = 0.0;
+    shi[j] = 0.0;
+  }
+  for (std::size_t d = 0; d < D; ++d) {
+    const ParzenDim& pd = dims_[d];
+    const double v = x[d];
+    const double* mu = mu_.data() + d * K;
+    if (pd.kind == ParzenDim::Kind::Categorical) {
+      const double hit = cat_hit_[d], miss = cat_miss_[d];
+      const double c = std::floor(v);
+      for (std::size_t j = 0; j < ms; ++j) acc[j] += mu[idx[j]] == c ? hit : miss;
+      continue;
+    }
+    const double* inv = inv_sigma_.data() + d * K;
+    const double* cst = cst_.data() + d * K;
+    const double* ub = ub_.data() + d * K;
+    if (pd.kind == ParzenDim::Kind::Continuous) {
+      double* gu = gc + ms;
+      for (std::size_t j = 0; j < ms; ++j) {
+        const std::size_t k = idx[j];
+        gm[j] = mu[k];
+        gi[j] = inv[k];
+        gc[j] = cst[k];
+        gu[j] = ub[k];
+      }
+      window_kernels().acc_cont(v, gm, gi, gc, gu, acc, shi, ms);
+    } else {
+      const double* half = half_.data() + d * K;
+      const double g = std::round((v - pd.low) / pd.step) * pd.step + pd.low;  // v's bin
+      for (std::size_t j = 0; j < ms; ++j) {
+        const std::size_t k = idx[j];
+        const double z = (g - mu[k]) * inv[k];
+        const double e = std::abs(z) * half[k] + 0.5 * half[k] * half[k];
+        acc[j] += cst[k] - 0.5 * z * z;
+        slo[j] += e;
+        shi[j] += e + ub[k];
+      }
+    }
+  }
+  double L = t_prior;
+  for (std::size_t j = 0; j < ms; ++j) L = std::max(L, has_discrete_ ? acc[j] - slo[j] : acc[j]);
+  const double thr = L - kCut;
+  double M = t_prior;
+  for (std::size_t j = 0; j < ms; ++j) {
+    const std::size_t k = idx[j];
+    if (acc[j] + shi[j] < thr) {
+      acc[j] = -kInf;
+      continue;
+    }
+    if (!kernel_known_[k]) resolve_log_z(k);
+    acc[j] = exact_term(x, k, acc[j]);
+    M = std::max(M, acc[j]);
+  }
+  const double cut = M - kCut;
+  double sum = exp_nonpositive(t_prior - M);
+  for (std::size_t j = 0; j < ms; ++j)
     if (acc[j] >= cut) sum += exp_nonpositive(acc[j] - M);
   return M + std::log(sum);
 }
