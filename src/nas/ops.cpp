@@ -604,6 +604,63 @@ void channel_dots(const Tensor& x, const Tensor& dy, float* out) {
 }
 
 // ================================================================= pooling
+namespace {
+/// Window pass along each row of a plane: out[ih][ow] = max / sum of x[ih][iw] for iw in
+/// [ow*stride - 1, ow*stride + 1] within the row (padding excluded).
+void pool3_rows(const float* x, int H, int W, int stride, int Wo, float* out, bool max) {
+  for (int ih = 0; ih < H; ++ih) {
+    const float* xr = x + static_cast<std::int64_t>(ih) * W;
+    float* o = out + static_cast<std::int64_t>(ih) * Wo;
+    for (int ow = 0; ow < Wo; ++ow) {
+      const int c = ow * stride;
+      // edges (and every column when the row is too short for the vector loop)
+      if (ow == 0 || c + 1 >= W || W < 3) {
+        const int w0 = std::max(c - 1, 0), w1 = std::min(c + 1, W - 1);
+        float v = xr[w0];
+        for (int iw = w0 + 1; iw <= w1; ++iw) v = max ? std::max(v, xr[iw]) : v + xr[iw];
+        o[ow] = v;
+      }
+    }
+    // interior: ow in [1, last) with c - 1 >= 0 and c + 1 <= W - 1
+    int last = Wo;
+    while (last > 1 && (last - 1) * stride + 1 >= W) --last;
+    if (stride == 1) {
+      if (max) {
+#pragma omp simd
+        for (int ow = 1; ow < last; ++ow) o[ow] = std::max(std::max(xr[ow - 1], xr[ow]), xr[ow + 1]);
+      } else {
+#pragma omp simd
+        for (int ow = 1; ow < last; ++ow) o[ow] = (xr[ow - 1] + xr[ow]) + xr[ow + 1];
+      }
+    } else {
+      for (int ow = 1; ow < last; ++ow) {
+        const float* w = xr + ow * stride - 1;
+        o[ow] = max ? std::max(std::max(w[0], w[1]), w[2]) : (w[0] + w[1]) + w[2];
+      }
+    }
+  }
+}
+/// The same along columns of the row results: y[oh][ow] over rows [oh*stride - 1, oh*stride + 1].
+void pool3_cols(const float* rows, int H, int Wo, int stride, int Ho, float* y, bool max) {
+  for (int oh = 0; oh < Ho; ++oh) {
+    const int h0 = std::max(oh * stride - 1, 0), h1 = std::min(oh * stride + 1, H - 1);
+    float* yr = y + static_cast<std::int64_t>(oh) * Wo;
+    const float* r0 = rows + static_cast<std::int64_t>(h0) * Wo;
+    std::copy(r0, r0 + Wo, yr);
+    for (int ih = h0 + 1; ih <= h1; ++ih) {
+      const float* r = rows + static_cast<std::int64_t>(ih) * Wo;
+      if (max) {
+#pragma omp simd
+        for (int ow = 0; ow < Wo; ++ow) yr[ow] = std::max(yr[ow], r[ow]);
+      } else {
+#pragma omp simd
+        for (int ow = 0; ow < Wo; ++ow) yr[ow] += r[ow];
+      }
+    }
+  }
+}
+}  // namespace
+
 Tensor max_pool3x3_forward(const Tensor& x, int stride) {
   check4(x, "x");
   KT_CHECK(stride == 1 || stride == 2, InvalidArgument, "max_pool3x3: stride ", stride, " must be 1 or 2");
@@ -619,16 +676,11 @@ Tensor max_pool3x3_forward(const Tensor& x, int stride) {
   const std::int64_t planes = static_cast<std::int64_t>(N) * C;
 #pragma omp parallel for num_threads(nt()) schedule(static) if (planes * Ho * Wo * 9 > kParallelWork)
   for (std::int64_t p = 0; p < planes; ++p) {
-    const float* xs = xp + p * H * W;
-    float* ys = yp + p * Ho * Wo;
-    for (int oh = 0; oh < Ho; ++oh)
-      for (int ow = 0; ow < Wo; ++ow) {
-        float m = -std::numeric_limits<float>::infinity();
-        for (int ih = std::max(oh * stride - 1, 0); ih <= std::min(oh * stride + 1, H - 1); ++ih)
-          for (int iw = std::max(ow * stride - 1, 0); iw <= std::min(ow * stride + 1, W - 1); ++iw)
-            m = std::max(m, xs[ih * W + iw]);
-        ys[oh * Wo + ow] = m;
-      }
+    // separable: row maxima of the 3 columns of each output column, then the maximum over 3 rows (exact)
+    thread_local std::vector<float> rows;
+    rows.resize(static_cast<std::size_t>(H) * Wo);
+    pool3_rows(xp + p * H * W, H, W, stride, Wo, rows.data(), /*max=*/true);
+    pool3_cols(rows.data(), H, Wo, stride, Ho, yp + p * Ho * Wo, /*max=*/true);
   }
   return y;
 }
@@ -684,16 +736,18 @@ Tensor avg_pool3x3_forward(const Tensor& x, int stride) {
   const std::int64_t planes = static_cast<std::int64_t>(N) * C;
 #pragma omp parallel for num_threads(nt()) schedule(static) if (planes * Ho * Wo * 9 > kParallelWork)
   for (std::int64_t p = 0; p < planes; ++p) {
-    const float* xs = xp + p * H * W;
+    // separable: 3-column sums, then 3-row sums, divided by the in-bounds count (rows x columns)
+    thread_local std::vector<float> rows;
+    rows.resize(static_cast<std::size_t>(H) * Wo);
+    pool3_rows(xp + p * H * W, H, W, stride, Wo, rows.data(), /*max=*/false);
     float* ys = yp + p * Ho * Wo;
+    pool3_cols(rows.data(), H, Wo, stride, Ho, ys, /*max=*/false);
     for (int oh = 0; oh < Ho; ++oh) {
-      const int h0 = std::max(oh * stride - 1, 0), h1 = std::min(oh * stride + 1, H - 1);
+      const float rh = static_cast<float>(std::min(oh * stride + 1, H - 1) - std::max(oh * stride - 1, 0) + 1);
+      float* yr = ys + static_cast<std::int64_t>(oh) * Wo;
       for (int ow = 0; ow < Wo; ++ow) {
-        const int w0 = std::max(ow * stride - 1, 0), w1 = std::min(ow * stride + 1, W - 1);
-        float s = 0.0f;
-        for (int ih = h0; ih <= h1; ++ih)
-          for (int iw = w0; iw <= w1; ++iw) s += xs[ih * W + iw];
-        ys[oh * Wo + ow] = s / static_cast<float>((h1 - h0 + 1) * (w1 - w0 + 1));
+        const float cw = static_cast<float>(std::min(ow * stride + 1, W - 1) - std::max(ow * stride - 1, 0) + 1);
+        yr[ow] /= rh * cw;
       }
     }
   }

@@ -227,6 +227,37 @@ TEST(NasOps, BatchNormRunningStatsAndEval) {
   EXPECT_THROW(batch_norm_forward(x, nullptr, nullptr, false, nullptr, nullptr, nullptr), kubetune::InvalidArgument);
 }
 
+TEST(NasOps, PoolsMatchDirectWindowsOnAllShapes) {
+  // the separable CPU pools against a direct 3x3 window loop (padding excluded), tiny and odd shapes included
+  std::mt19937_64 rng(52);
+  for (auto [H, W] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 3}, {5, 7}, {6, 8}, {7, 4}})
+    for (int s : {1, 2}) {
+      Tensor x = randn({2, 3, H, W}, rng);
+      Tensor ym = max_pool3x3_forward(x, s), ya = avg_pool3x3_forward(x, s);
+      const int Ho = conv_out_size(H, 3, s, 1), Wo = conv_out_size(W, 3, s, 1);
+      ASSERT_EQ(ym.dim(2), Ho);
+      ASSERT_EQ(ym.dim(3), Wo);
+      for (int p = 0; p < 6; ++p)
+        for (int oh = 0; oh < Ho; ++oh)
+          for (int ow = 0; ow < Wo; ++ow) {
+            float m = -1e30f;
+            double sum = 0;
+            int cnt = 0;
+            for (int ih = oh * s - 1; ih <= oh * s + 1; ++ih)
+              for (int iw = ow * s - 1; iw <= ow * s + 1; ++iw)
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
+                  const float v = x.data()[(p * H + ih) * W + iw];
+                  m = std::max(m, v);
+                  sum += v;
+                  ++cnt;
+                }
+            const std::int64_t o = (static_cast<std::int64_t>(p) * Ho + oh) * Wo + ow;
+            ASSERT_EQ(ym.data()[o], m) << H << "x" << W << " s" << s;
+            ASSERT_NEAR(ya.data()[o], sum / cnt, 1e-6) << H << "x" << W << " s" << s;
+          }
+    }
+}
+
 TEST(NasOps, PoolGradients) {
   std::mt19937_64 rng(6);
   for (int stride : {1, 2}) {
