@@ -65,9 +65,9 @@ class ParzenEstimator {
   /// Joint estimators with at least this many observations (first dimension not categorical) keep their kernels
   /// sorted by dimension 0 and evaluate only the window of kernels near each point.
   static constexpr std::size_t kWindowRows = 64;
-  /// fit() for a caller that already holds its rows in that sorted order: row j of `obs` (and weights[j]) is
-  /// input row perm[j] of the equivalent fit() call, rows ascending in dimension 0 (values clamped to the
-  /// support, ties by input row); `order` holds, dimension-major (d * n + j), each dimension's stable argsort
+  /// fit() for a caller that already holds its rows in that sorted order, column-major (obs[d * n + j]): row j
+  /// (and weights[j]) is input row perm[j] of the equivalent fit() call, rows ascending in dimension 0 (values
+  /// clamped to the support, ties by input row); `order` holds, dimension-major (d * n + j), each dimension's stable argsort
   /// over these rows (ties by input row; dimension 0 and categorical ones unused). Gives exactly
   /// fit(dims, rows in input order, ...) and falls back to it when the rows are not as described (n below
   /// kWindowRows, one dimension, categorical dimension 0, unsorted rows). perm must be a permutation of 0..n-1.
@@ -143,6 +143,7 @@ class ParzenEstimator {
   // of each), sample_pos_ maps an input index to its position; tmax_ / sig_max_ bound the window.
   bool win_ = false;
   bool window_input_ = false;  // fit() is running on the reordered rows
+  bool colmajor_input_ = false;  // ... given column-major (fit_presorted)
   std::vector<std::size_t> win_perm_, sample_pos_, win_order_;
   std::vector<double> win_obs_, win_w_, win_col_;
   bool cat1d_ = false;            // one categorical dimension: log masses per choice in cat1d_lp_

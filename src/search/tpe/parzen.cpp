@@ -544,7 +544,7 @@ void ParzenEstimator::fit_presorted(const std::vector<ParzenDim>& dims, const do
     const double lo0 = p0.low - 0.5 * s0, hi0 = p0.high + 0.5 * s0;
     double prev = std::clamp(obs[0], lo0, hi0);
     for (std::size_t j = 1; ok && j < n; ++j) {
-      const double c = std::clamp(obs[j * D], lo0, hi0);
+      const double c = std::clamp(obs[j], lo0, hi0);  // column-major: dimension 0 comes first
       ok = prev < c || (prev == c && perm[j - 1] < perm[j]);
       prev = c;
     }
@@ -552,7 +552,7 @@ void ParzenEstimator::fit_presorted(const std::vector<ParzenDim>& dims, const do
   if (!ok) {  // back to input order; the caller's argsorts do not apply there
     std::vector<double> in(n * D), win(weights ? n : 0);
     for (std::size_t j = 0; j < n; ++j) {
-      std::copy(obs + j * D, obs + (j + 1) * D, in.data() + perm[j] * D);
+      for (std::size_t d = 0; d < D; ++d) in[perm[j] * D + d] = obs[d * n + j];
       if (weights) win[perm[j]] = weights[j];
     }
     fit(dims, in.data(), n, weights ? win.data() : nullptr, opt, nullptr);
@@ -564,8 +564,9 @@ void ParzenEstimator::fit_presorted(const std::vector<ParzenDim>& dims, const do
   struct Reset {
     bool& flag;
     ~Reset() { flag = false; }
-  } reset{window_input_};
+  } reset{window_input_}, reset_cm{colmajor_input_};
   window_input_ = true;
+  colmajor_input_ = true;
   fit(dims, obs, n, weights, opt, order);
 }
 
@@ -753,7 +754,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     if (pd.kind == ParzenDim::Kind::Categorical) {
       const double C = static_cast<double>(pd.n_choices);
       for (std::size_t i = 0; i < n; ++i) {
-        double c = obs[i * D + d];
+        double c = colmajor_input_ ? obs[d * n + i] : obs[i * D + d];
         KT_CHECK(c >= 0.0 && c < C && c == std::floor(c), InvalidArgument, "parzen: observation ", i,
                  " of categorical dimension ", d, " = ", c, " is not an index below ", pd.n_choices);
         mu[i] = c;
@@ -782,7 +783,12 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     const double pmu = std::isnan(pd.prior_mu) ? 0.5 * (pd.low + pd.high) : pd.prior_mu;
     const double psig = pd.prior_sigma > 0.0 ? pd.prior_sigma : width;
     if (window_input_) {  // rows checked by the windowed pre-pass
-      for (std::size_t i = 0; i < n; ++i) mu[i] = std::clamp(obs[i * D + d], lo_e, hi_e);
+      if (colmajor_input_) {
+        const double* oc = obs + d * n;
+        for (std::size_t i = 0; i < n; ++i) mu[i] = std::clamp(oc[i], lo_e, hi_e);
+      } else {
+        for (std::size_t i = 0; i < n; ++i) mu[i] = std::clamp(obs[i * D + d], lo_e, hi_e);
+      }
     } else {
       for (std::size_t i = 0; i < n; ++i) {
         double v = obs[i * D + d];

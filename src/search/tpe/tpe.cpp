@@ -826,7 +826,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       if (r != kNoRow && cnt < rows) sc.perm[cnt++] = r;
     }
     if (cnt != rows) return 0;  // malformed history (NaN inside an active group): plain path
-    // Trial of each sorted row (reusing act's storage after the rows are known), rows in sorted order.
+    // Trial of each sorted row; the rows in sorted order, column-major.
     for (std::size_t j = 0; j < rows; ++j) sc.rowpos[sc.act[sc.perm[j]]] = j;
     sc.obs.resize(rows * dg);
     double* o = sc.obs.data();
@@ -837,10 +837,11 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       for (std::size_t q = 0; q < dg; ++q) {
         const detail::ParamModel& pq = ws.pm[g.params[q]];
         const double* col = ws.xt.data() + g.params[q] * XS;
+        double* oq = o + q * rows;  // column-major (fit_presorted)
         if (pq.log) {
-          for (std::size_t j = 0; j < rows; ++j) o[j * dg + q] = std::log(col[trial[j]]);
+          for (std::size_t j = 0; j < rows; ++j) oq[j] = std::log(col[trial[j]]);
         } else {
-          for (std::size_t j = 0; j < rows; ++j) o[j * dg + q] = col[trial[j]];
+          for (std::size_t j = 0; j < rows; ++j) oq[j] = col[trial[j]];
         }
       }
     }

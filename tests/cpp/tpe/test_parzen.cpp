@@ -525,9 +525,10 @@ TEST(Parzen, PresortedFitIsTheSameModelAsFit) {
     for (std::size_t i = 0; i < n; ++i) in[i] = i;
     std::vector<std::size_t> perm = argsort(0, in);  // input row of each sorted row
     if (variant == 3) std::swap(perm[10], perm[100]);  // not sorted: the fallback path
-    std::vector<double> sobs(4 * n), sw(n);
+    std::vector<double> sobs(4 * n), sw(n);  // row-major copy in sorted order, and the column-major input
+    std::vector<double> cobs(4 * n);
     for (std::size_t j = 0; j < n; ++j) {
-      for (int d = 0; d < 4; ++d) sobs[4 * j + d] = obs[4 * perm[j] + d];
+      for (int d = 0; d < 4; ++d) sobs[4 * j + d] = cobs[d * n + j] = obs[4 * perm[j] + d];
       sw[j] = w[perm[j]];
     }
     std::vector<std::size_t> order(4 * n);
@@ -544,7 +545,7 @@ TEST(Parzen, PresortedFitIsTheSameModelAsFit) {
     }
     ParzenEstimator a, b;
     a.fit(dims, obs.data(), n, w.data(), {});
-    b.fit_presorted(dims, sobs.data(), n, sw.data(), {}, order.data(), perm.data());
+    b.fit_presorted(dims, cobs.data(), n, sw.data(), {}, order.data(), perm.data());
     ASSERT_EQ(a.n_kernels(), b.n_kernels());
     for (std::size_t k = 0; k < a.n_kernels(); ++k) {
       EXPECT_EQ(a.weights()[k], b.weights()[k]) << variant << " k=" << k;
