@@ -151,7 +151,7 @@ class ParzenEstimator {
   double tmax_ = 0.0, sig_max_ = 0.0;
   std::vector<double> wb_;             // windowed: per observation kernel, its log term with distances dropped
   std::vector<std::size_t> pre_dims_;  // windowed: continuous dimensions of the pre-filter
-  mutable std::vector<double> pre_b_, pre_g_;
+  mutable std::vector<double> pre_g_;
   mutable std::vector<std::size_t> pre_idx_;
   mutable std::vector<double> terms_;
   mutable std::vector<double> acc_, slo_, shi_, thr_;

@@ -268,6 +268,47 @@ struct InnerBytes {
 };
 constexpr InnerBytes kInnerBytes;
 
+// log_pdf_window's pre-filter: indices lo + j of the window kernels whose bound wb - sum over up to three
+// dimensions of z^2 / 2 is >= keep, ascending. (A bound with a nat of margin: its rounding does not matter.)
+struct PrefilterArgs {
+  const double* wb;
+  const double* mu[3];
+  const double* inv[3];
+  double x[3];
+  int nd;
+  std::size_t w, lo;
+  double keep;
+  std::size_t* idx;
+};
+#define KT_PREF_BODY                                                                                             \
+  std::size_t ms = 0, j = 0;                                                                                     \
+  const VD vkeep = VD{} + a.keep;                                                                                \
+  for (; j + KW <= a.w; j += KW) {                                                                               \
+    VD b;                                                                                                        \
+    std::memcpy(&b, a.wb + j, sizeof b);                                                                         \
+    for (int q = 0; q < a.nd; ++q) {                                                                             \
+      VD m, iv;                                                                                                  \
+      std::memcpy(&m, a.mu[q] + j, sizeof m);                                                                    \
+      std::memcpy(&iv, a.inv[q] + j, sizeof iv);                                                                 \
+      const VD z = (a.x[q] - m) * iv;                                                                            \
+      b -= 0.5 * z * z;                                                                                          \
+    }                                                                                                            \
+    unsigned mk = static_cast<unsigned>(MOVMSK(b >= vkeep));                                                     \
+    while (mk) {                                                                                                 \
+      a.idx[ms++] = a.lo + j + static_cast<std::size_t>(__builtin_ctz(mk));                                      \
+      mk &= mk - 1;                                                                                              \
+    }                                                                                                            \
+  }                                                                                                              \
+  for (; j < a.w; ++j) {                                                                                         \
+    double b = a.wb[j];                                                                                          \
+    for (int q = 0; q < a.nd; ++q) {                                                                             \
+      const double z = (a.x[q] - a.mu[q][j]) * a.inv[q][j];                                                      \
+      b -= 0.5 * z * z;                                                                                          \
+    }                                                                                                            \
+    if (b >= a.keep) a.idx[ms++] = a.lo + j;                                                                     \
+  }                                                                                                              \
+  return ms;
+
 #define KT_ACC_ARGS                                                                                              \
   double v, const double *mu, const double *inv, const double *cst, const double *ub, double *acc, double *shi, \
       std::size_t K
@@ -285,6 +326,7 @@ __attribute__((target("avx2,fma"))) double window_expsum_avx2(double* t, std::si
 }
 __attribute__((target("avx2,fma"))) void acc_cont_avx2(KT_ACC_ARGS) { KT_ACC_BODY }
 __attribute__((target("avx2,fma"))) bool kernel_pass_avx2(const KernelPassArgs& a) { KT_KPASS_BODY }
+__attribute__((target("avx2,fma"))) std::size_t prefilter_avx2(const PrefilterArgs& a) { KT_PREF_BODY }
 #undef VD
 #undef VL
 #undef KW
@@ -300,6 +342,7 @@ double window_terms_base(const WindowArgs& a) { KT_WINDOW_BODY }
 double window_expsum_base(double* t, std::size_t w, double M) { KT_EXPSUM_BODY }
 void acc_cont_base(KT_ACC_ARGS) { KT_ACC_BODY }
 bool kernel_pass_base(const KernelPassArgs& a) { KT_KPASS_BODY }
+std::size_t prefilter_base(const PrefilterArgs& a) { KT_PREF_BODY }
 #undef VD
 #undef VL
 #undef KW
@@ -309,14 +352,17 @@ bool kernel_pass_base(const KernelPassArgs& a) { KT_KPASS_BODY }
 #undef KT_EXPSUM_BODY
 #undef KT_ACC_BODY
 #undef KT_KPASS_BODY
+#undef KT_PREF_BODY
 
 struct WindowKernels {
   void (*acc_cont)(KT_ACC_ARGS);
   double (*terms)(const WindowArgs&);
   double (*expsum)(double*, std::size_t, double);
   bool (*kernel_pass)(const KernelPassArgs&);
+  std::size_t (*prefilter)(const PrefilterArgs&);
   WindowKernels() {
     kernel_pass = kernel_pass_base;
+    prefilter = prefilter_base;
     terms = window_terms_base;
     expsum = window_expsum_base;
     acc_cont = acc_cont_base;
@@ -327,6 +373,7 @@ struct WindowKernels {
       expsum = window_expsum_avx2;
       acc_cont = acc_cont_avx2;
       kernel_pass = kernel_pass_avx2;
+      prefilter = prefilter_avx2;
     }
 #endif
   }
@@ -1298,38 +1345,22 @@ double ParzenEstimator::log_pdf_prefiltered(const double* x, std::size_t lo, std
   const std::size_t w = hi - lo;
   const std::size_t K = k_;
   const std::size_t D = dims_.size();
-  if (pre_b_.size() < w + 2) {
-    pre_b_.resize(w + 2);
-    pre_idx_.resize(w + 2);
+  if (pre_idx_.size() < w) pre_idx_.resize(w);
+  PrefilterArgs pa{};
+  pa.wb = wb_.data() + lo;
+  pa.nd = static_cast<int>(pre_dims_.size());
+  for (int q = 0; q < pa.nd; ++q) {
+    const std::size_t d = pre_dims_[static_cast<std::size_t>(q)];
+    pa.mu[q] = mu_.data() + d * K + lo;
+    pa.inv[q] = inv_sigma_.data() + d * K + lo;
+    pa.x[q] = x[d];
   }
-  double* b = pre_b_.data();
-  std::copy(wb_.data() + lo, wb_.data() + hi, b);
-  for (std::size_t d : pre_dims_) {
-    const double v = x[d];
-    const double* mu = mu_.data() + d * K + lo;
-    const double* inv = inv_sigma_.data() + d * K + lo;
-    std::size_t j = 0;
-    for (; j + 2 <= w; j += 2) {
-      V2d m, iv, bb;
-      std::memcpy(&m, mu + j, sizeof m);
-      std::memcpy(&iv, inv + j, sizeof iv);
-      std::memcpy(&bb, b + j, sizeof bb);
-      const V2d z = (v - m) * iv;
-      bb -= 0.5 * z * z;
-      std::memcpy(b + j, &bb, sizeof bb);
-    }
-    for (; j < w; ++j) {
-      const double z = (v - mu[j]) * inv[j];
-      b[j] -= 0.5 * z * z;
-    }
-  }
-  const double keep = t_prior - kCut - 1.0;
-  std::size_t* idx = pre_idx_.data();
-  std::size_t ms = 0;
-  for (std::size_t j = 0; j < w; ++j) {
-    idx[ms] = lo + j;
-    ms += static_cast<std::size_t>(b[j] >= keep);
-  }
+  pa.w = w;
+  pa.lo = lo;
+  pa.keep = t_prior - kCut - 1.0;
+  pa.idx = pre_idx_.data();
+  const std::size_t* idx = pre_idx_.data();
+  const std::size_t ms = window_kernels().prefilter(pa);
   if (ms == 0) return t_prior;  // = t_prior + log(exp(0)), as the full evaluation gives
   // Approximate terms of the survivors: the same per-kernel arithmetic as approx_range (continuous dimensions
   // through the same kernel on gathered copies).
