@@ -152,6 +152,7 @@ class ParzenEstimator {
   std::vector<double> wb_;             // windowed: per observation kernel, its log term with distances dropped
   std::vector<std::size_t> pre_dims_;  // windowed: continuous dimensions of the pre-filter
   mutable std::vector<double> pre_g_;
+  std::vector<double> sig_tmp_;  // fit scratch: interior widths in sorted order
   mutable std::vector<std::size_t> pre_idx_;
   mutable std::vector<double> terms_;
   mutable std::vector<double> acc_, slo_, shi_, thr_;

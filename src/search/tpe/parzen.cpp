@@ -832,7 +832,16 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     if (window_input_) {  // rows checked by the windowed pre-pass
       if (colmajor_input_) {
         const double* oc = obs + d * n;
-        for (std::size_t i = 0; i < n; ++i) mu[i] = std::clamp(oc[i], lo_e, hi_e);
+        std::size_t i = 0;
+        const V2d vlo = V2d{} + lo_e, vhi = V2d{} + hi_e;
+        for (; i + 2 <= n; i += 2) {  // = std::clamp lane by lane
+          V2d v;
+          std::memcpy(&v, oc + i, sizeof v);
+          v = v < vlo ? vlo : v;
+          v = vhi < v ? vhi : v;
+          std::memcpy(mu + i, &v, sizeof v);
+        }
+        for (; i < n; ++i) mu[i] = std::clamp(oc[i], lo_e, hi_e);
       } else {
         for (std::size_t i = 0; i < n; ++i) mu[i] = std::clamp(obs[i * D + d], lo_e, hi_e);
       }
@@ -874,17 +883,20 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
         if (ord) {
           sorted_w_.resize(n);
           double* g = sorted_w_.data();
-          if (verify) {  // an index out of range reads the prior's slot (mu[n], inside the buffer) and fails
-            std::size_t bad = 0;
-            for (std::size_t j = 0; j < n; ++j) {
-              const std::size_t o = ord[j];
-              bad |= static_cast<std::size_t>(o >= n);
-              g[j] = mu[o < n ? o : n];
+          if (verify) {  // every index in range (largest index, in lanes), before the gather
+            typedef unsigned long long V2u __attribute__((vector_size(16)));
+            V2u mx = V2u{};
+            std::size_t j = 0;
+            for (; j + 2 <= n; j += 2) {
+              V2u o;
+              std::memcpy(&o, ord + j, sizeof o);
+              mx = o > mx ? o : mx;
             }
-            if (bad) return false;
-          } else {
-            for (std::size_t j = 0; j < n; ++j) g[j] = mu[ord[j]];
+            std::size_t top = std::max<std::size_t>(mx[0], mx[1]);
+            for (; j < n; ++j) top = std::max(top, ord[j]);
+            if (top >= n) return false;
           }
+          for (std::size_t j = 0; j < n; ++j) g[j] = mu[ord[j]];
           if (verify) {
             std::size_t nonincr = 0;
             std::size_t j = 0;
@@ -916,12 +928,36 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
           put(0, std::max(sv[0] - lo_e, hi_e - sv[0]));
         } else {
           put(0, inner_only ? sv[1] - sv[0] : std::max(sv[0] - lo_e, sv[1] - sv[0]));
-          for (std::size_t j = 1; j + 1 < n; ++j) {
+          // Interior kernels: widths in lanes (same operations as std::max / std::clamp), then written back.
+          sig_tmp_.resize(n);
+          double* st = sig_tmp_.data();
+          const V2d vmin = V2d{} + minsig, vmaxs = V2d{} + maxsig;
+          V2d vsm = V2d{};
+          std::size_t j = 1;
+          for (; j + 2 < n; j += 2) {
+            V2d c, l, r;
+            std::memcpy(&c, sv + j, sizeof c);
+            std::memcpy(&l, sv + j - 1, sizeof l);
+            std::memcpy(&r, sv + j + 1, sizeof r);
+            const V2d left = c - l, right = r - c;
+            V2d sig = left < right ? right : left;  // = std::max(left, right)
+            sig = sig < vmin ? vmin : sig;          // = std::max(sig, minsig)
+            sig = vmaxs < sig ? vmaxs : sig;        // = std::min(sig, maxsig)
+            std::memcpy(st + j, &sig, sizeof sig);
+            vsm = vsm < sig ? sig : vsm;
+          }
+          smax = std::max(smax, std::max(vsm[0], vsm[1]));
+          for (; j + 1 < n; ++j) {
             const double left = sv[j] - sv[j - 1], right = sv[j + 1] - sv[j];
-            double sig = left < right ? right : left;  // = std::max(left, right)
+            double sig = left < right ? right : left;
             sig = std::min(std::max(sig, minsig), maxsig);
-            sg[ord ? ord[j] : j] = sig;
+            st[j] = sig;
             smax = smax < sig ? sig : smax;
+          }
+          if (ord) {
+            for (std::size_t i = 1; i + 1 < n; ++i) sg[ord[i]] = st[i];
+          } else {
+            std::copy(st + 1, st + n - 1, sg + 1);
           }
           put(n - 1, inner_only ? sv[n - 1] - sv[n - 2] : std::max(sv[n - 1] - sv[n - 2], hi_e - sv[n - 1]));
         }
