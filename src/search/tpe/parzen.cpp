@@ -192,6 +192,8 @@ struct KernelPassArgs {
   char* kn;
   std::size_t n;
   double minsig, inv_min, cst_min, lo_e, hi_e, ub_obs;
+  char* kk;    // per kernel: all dimensions known so far (AND of the inner flags)
+  double* wb;  // windowed estimators: per kernel, += cst + ub (null otherwise)
 };
 #define KT_KPASS_BODY                                                                                            \
   const std::size_t n = a.n;                                                                                     \
@@ -202,6 +204,8 @@ struct KernelPassArgs {
   double* const lz = a.lz;                                                                                       \
   double* const ubp = a.ub;                                                                                      \
   char* const kn = a.kn;                                                                                         \
+  char* const kk = a.kk;                                                                                         \
+  double* const wb = a.wb;                                                                                       \
   int unknown = 0;                                                                                               \
   std::size_t k = 0;                                                                                             \
   const VD vmin = VD{} + a.minsig, vinv = VD{} + a.inv_min, vcst = VD{} + a.cst_min;                             \
@@ -235,8 +239,21 @@ struct KernelPassArgs {
     if constexpr (std::endian::native == std::endian::little) {                                                  \
       const KBYTES bytes = static_cast<KBYTES>(kInnerBytes.v[mi]);                                               \
       std::memcpy(kn + k, &bytes, sizeof bytes);                                                                 \
+      KBYTES kb;                                                                                                 \
+      std::memcpy(&kb, kk + k, sizeof kb);                                                                       \
+      kb &= bytes;                                                                                               \
+      std::memcpy(kk + k, &kb, sizeof kb);                                                                       \
     } else {                                                                                                     \
-      for (int l = 0; l < KW; ++l) kn[k + l] = static_cast<char>((mi >> l) & 1);                                 \
+      for (int l = 0; l < KW; ++l) {                                                                             \
+        kn[k + l] = static_cast<char>((mi >> l) & 1);                                                            \
+        kk[k + l] &= kn[k + l];                                                                                  \
+      }                                                                                                          \
+    }                                                                                                            \
+    if (wb) {                                                                                                    \
+      VD t;                                                                                                      \
+      std::memcpy(&t, wb + k, sizeof t);                                                                         \
+      t += cs + u;                                                                                               \
+      std::memcpy(wb + k, &t, sizeof t);                                                                         \
     }                                                                                                            \
   }                                                                                                              \
   for (; k < n; ++k) {                                                                                           \
@@ -250,6 +267,8 @@ struct KernelPassArgs {
     lz[k] = 0.0;                                                                                                 \
     ubp[k] = inner ? 0.0 : a.ub_obs;                                                                             \
     kn[k] = static_cast<char>(inner);                                                                            \
+    kk[k] &= kn[k];                                                                                              \
+    if (wb) wb[k] += cst[k] + ubp[k];                                                                            \
     unknown |= !inner;                                                                                           \
   }                                                                                                              \
   return unknown != 0;
@@ -797,6 +816,14 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
   cat_miss_.assign(D, 0.0);
   cat_prior_.assign(D, 0.0);
   has_discrete_ = false;
+  // Per kernel: all truncation masses known (AND over dimensions) and, for windowed estimators, the bound of
+  // its log term with every distance dropped (wb_: lw + sum of cst + ub, + the categorical bound at the end);
+  // both accumulated by the per-kernel passes below. Masses computed outright (exact_now) redo the flags and
+  // sums in one pass at the end.
+  kernel_known_.assign(k_, 1);
+  lzsum_.assign(k_, 0.0);
+  if (win_) wb_.assign(lw_.begin(), lw_.begin() + static_cast<std::ptrdiff_t>(n));
+  bool recount = false;
   const double n_obs = static_cast<double>(std::max<std::size_t>(n, 1));
   for (std::size_t d = 0; d < D; ++d) {
     const ParzenDim& pd = dims[d];
@@ -1005,8 +1032,8 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     const bool exact_now = !(ub_obs < 50.0);
     char unknown = 0;
     if (!disc) {
-      unknown = window_kernels().kernel_pass(
-          {mu, sg, inv, cst, lzs, ub, kn, n, minsig, inv_min, cst_min, lo_e, hi_e, ub_obs});
+      unknown = window_kernels().kernel_pass({mu, sg, inv, cst, lzs, ub, kn, n, minsig, inv_min, cst_min, lo_e, hi_e,
+                                              ub_obs, kernel_known_.data(), win_ ? wb_.data() : nullptr});
       // half (bin half-width / sigma) is read for discrete dimensions only: left as it is here.
     }
     for (std::size_t k = 0; disc && k < n; ++k) {
@@ -1021,9 +1048,12 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       lzs[k] = 0.0;
       ub[k] = inner ? 0.0 : ub_obs;
       kn[k] = inner;
+      kernel_known_[k] &= inner;
+      if (win_) wb_[k] += cst[k] + ub[k];
       unknown |= static_cast<char>(!inner);
     }
     if (unknown && exact_now) {  // bound useless (extremely narrow kernels): exact masses now
+      recount = true;  // (wb_ keeps the larger bound ub_obs: still a bound)
       for (std::size_t k = 0; k < n; ++k) {
         if (kn[k]) continue;
         lzs[k] = log_normal_cdf_diff((lo_e - mu[k]) * inv[k], (hi_e - mu[k]) * inv[k]);
@@ -1056,10 +1086,14 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
   }
   if (win_) window_bounds();
   // Per kernel: all truncation masses known? Their sum over dimensions (in dimension order, as
-  // update_lzsum; only read for known kernels).
-  kernel_known_.assign(k_, 1);
-  lzsum_.assign(k_, 0.0);
-  for (std::size_t d = 0; d < D; ++d) {
+  // update_lzsum; only read for known kernels). Observation kernels' masses are 0 unless computed outright,
+  // so without that only the prior's sum remains (the flags were ANDed above).
+  for (std::size_t d = 0; !recount && d < D; ++d) lzsum_[n] += lz_[d * k_ + n];
+  if (recount) {
+    kernel_known_.assign(k_, 1);
+    lzsum_.assign(k_, 0.0);
+  }
+  for (std::size_t d = 0; recount && d < D; ++d) {
     const char* kn = known_.data() + d * k_;
     const double* lz = lz_.data() + d * k_;
     char* kk = kernel_known_.data();
@@ -1283,48 +1317,32 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
 void ParzenEstimator::window_bounds() {
   const std::size_t n = k_ - 1;
   const std::size_t D = dims_.size();
-  // Upper bound of kernel k's log term, all distances but dimension 0's dropped: lw + sum_d (cst + ub)
-  // (Discrete: the bin mass <= step * peak density = exp(cst)); categorical: the larger smoothed mass.
-  double tmax = -kInf, sig_max = 0.0;
+  // wb_ holds lw + sum_d (cst + ub) per kernel (fit's passes); categorical dimensions add their larger
+  // smoothed mass. (Any upper bound serves: kernels outside the window or dropped by the pre-filter lie kCut
+  // nats below the largest term, so they never enter the sum.)
   double cat_bound = 0.0;
   for (std::size_t d = 0; d < D; ++d)
     if (dims_[d].kind == ParzenDim::Kind::Categorical) cat_bound += std::max(cat_hit_[d], cat_miss_[d]);
-  std::vector<double>& t = terms_;
-  t.resize(n);
-  for (std::size_t k = 0; k < n; ++k) t[k] = lw_[k] + cat_bound;
-  for (std::size_t d = 0; d < D; ++d) {
-    if (dims_[d].kind == ParzenDim::Kind::Categorical) continue;
-    const double* cst = cst_.data() + d * k_;
-    const double* ub = ub_.data() + d * k_;
-    std::size_t k = 0;
-    for (; k + 2 <= n; k += 2) {  // element-wise: the same sums as one kernel at a time
-      V2d a, c, u;
-      std::memcpy(&a, t.data() + k, sizeof a);
-      std::memcpy(&c, cst + k, sizeof c);
-      std::memcpy(&u, ub + k, sizeof u);
-      a += c + u;
-      std::memcpy(t.data() + k, &a, sizeof a);
-    }
-    for (; k < n; ++k) t[k] += cst[k] + ub[k];
-  }
+  double* t = wb_.data();
+  if (cat_bound != 0.0)
+    for (std::size_t k = 0; k < n; ++k) t[k] += cat_bound;
   V2d vt = V2d{} - kInf, vs = V2d{};
   std::size_t k = 0;
   for (; k + 2 <= n; k += 2) {  // maxima (order-free)
     V2d a, b;
-    std::memcpy(&a, t.data() + k, sizeof a);
+    std::memcpy(&a, t + k, sizeof a);
     std::memcpy(&b, sigma_.data() + k, sizeof b);
     vt = a > vt ? a : vt;
     vs = b > vs ? b : vs;
   }
-  tmax = std::max(vt[0], vt[1]);
-  sig_max = std::max(vs[0], vs[1]);
+  double tmax = std::max(vt[0], vt[1]);
+  double sig_max = std::max(vs[0], vs[1]);
   for (; k < n; ++k) {
     tmax = std::max(tmax, t[k]);
     sig_max = std::max(sig_max, sigma_[k]);
   }
   tmax_ = tmax;
   sig_max_ = sig_max;
-  wb_.assign(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(n));
   // Pre-filter dimensions of log_pdf_window: up to three continuous ones, dimension 0 first.
   pre_dims_.clear();
   for (std::size_t d = 0; d < D && pre_dims_.size() < 3; ++d)
