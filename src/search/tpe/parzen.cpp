@@ -328,6 +328,27 @@ struct PrefilterArgs {
   }                                                                                                              \
   return ms;
 
+// Largest of n indices, for fit()'s range check of a caller's argsort (lanes compare as signed: an index with
+// the top bit set, seen through the lanes' OR, gives SIZE_MAX).
+#define KT_MAXIDX_BODY                                                                                           \
+  VL mx = VL{}, any = VL{};                                                                                      \
+  std::size_t j = 0;                                                                                             \
+  for (; j + KW <= n; j += KW) {                                                                                 \
+    VL o;                                                                                                        \
+    std::memcpy(&o, v + j, sizeof o);                                                                            \
+    mx = o > mx ? o : mx;                                                                                        \
+    any |= o;                                                                                                    \
+  }                                                                                                              \
+  long long top = 0, bits = 0;                                                                                   \
+  for (int l = 0; l < KW; ++l) {                                                                                 \
+    top = std::max(top, static_cast<long long>(mx[l]));                                                          \
+    bits |= any[l];                                                                                              \
+  }                                                                                                              \
+  if (bits < 0) return static_cast<std::size_t>(-1);                                                             \
+  std::size_t r = static_cast<std::size_t>(top);                                                                 \
+  for (; j < n; ++j) r = std::max(r, v[j]);                                                                      \
+  return r;
+
 #define KT_ACC_ARGS                                                                                              \
   double v, const double *mu, const double *inv, const double *cst, const double *ub, double *acc, double *shi, \
       std::size_t K
@@ -346,6 +367,9 @@ __attribute__((target("avx2,fma"))) double window_expsum_avx2(double* t, std::si
 __attribute__((target("avx2,fma"))) void acc_cont_avx2(KT_ACC_ARGS) { KT_ACC_BODY }
 __attribute__((target("avx2,fma"))) bool kernel_pass_avx2(const KernelPassArgs& a) { KT_KPASS_BODY }
 __attribute__((target("avx2,fma"))) std::size_t prefilter_avx2(const PrefilterArgs& a) { KT_PREF_BODY }
+__attribute__((target("avx2,fma"))) std::size_t max_index_avx2(const std::size_t* v, std::size_t n) {
+  KT_MAXIDX_BODY
+}
 #undef VD
 #undef VL
 #undef KW
@@ -362,6 +386,7 @@ double window_expsum_base(double* t, std::size_t w, double M) { KT_EXPSUM_BODY }
 void acc_cont_base(KT_ACC_ARGS) { KT_ACC_BODY }
 bool kernel_pass_base(const KernelPassArgs& a) { KT_KPASS_BODY }
 std::size_t prefilter_base(const PrefilterArgs& a) { KT_PREF_BODY }
+std::size_t max_index_base(const std::size_t* v, std::size_t n) { KT_MAXIDX_BODY }
 #undef VD
 #undef VL
 #undef KW
@@ -372,6 +397,7 @@ std::size_t prefilter_base(const PrefilterArgs& a) { KT_PREF_BODY }
 #undef KT_ACC_BODY
 #undef KT_KPASS_BODY
 #undef KT_PREF_BODY
+#undef KT_MAXIDX_BODY
 
 struct WindowKernels {
   void (*acc_cont)(KT_ACC_ARGS);
@@ -379,7 +405,9 @@ struct WindowKernels {
   double (*expsum)(double*, std::size_t, double);
   bool (*kernel_pass)(const KernelPassArgs&);
   std::size_t (*prefilter)(const PrefilterArgs&);
+  std::size_t (*max_index)(const std::size_t*, std::size_t);
   WindowKernels() {
+    max_index = max_index_base;
     kernel_pass = kernel_pass_base;
     prefilter = prefilter_base;
     terms = window_terms_base;
@@ -393,6 +421,7 @@ struct WindowKernels {
       acc_cont = acc_cont_avx2;
       kernel_pass = kernel_pass_avx2;
       prefilter = prefilter_avx2;
+      max_index = max_index_avx2;
     }
 #endif
   }
@@ -920,19 +949,8 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
         if (ord) {
           sorted_w_.resize(n);
           double* g = sorted_w_.data();
-          if (verify) {  // every index in range (largest index, in lanes), before the gather
-            typedef unsigned long long V2u __attribute__((vector_size(16)));
-            V2u mx = V2u{};
-            std::size_t j = 0;
-            for (; j + 2 <= n; j += 2) {
-              V2u o;
-              std::memcpy(&o, ord + j, sizeof o);
-              mx = o > mx ? o : mx;
-            }
-            std::size_t top = std::max<std::size_t>(mx[0], mx[1]);
-            for (; j < n; ++j) top = std::max(top, ord[j]);
-            if (top >= n) return false;
-          }
+          // Every index in range before the gather.
+          if (verify && window_kernels().max_index(ord, n) >= n) return false;
           for (std::size_t j = 0; j < n; ++j) g[j] = mu[ord[j]];
           if (verify) {
             std::size_t nonincr = 0;

@@ -497,7 +497,7 @@ TEST(Parzen, PresortedFitIsTheSameModelAsFit) {
   const std::size_t n = 150;
   std::vector<ParzenDim> dims = {ParzenDim::continuous(-1.0, 1.0), ParzenDim::discrete(0.0, 9.0, 1.0),
                                  ParzenDim::continuous(0.0, 2.0), ParzenDim::categorical(3)};
-  for (int variant = 0; variant < 4; ++variant) {
+  for (int variant = 0; variant < 5; ++variant) {
     Rng rng(70 + variant);
     std::vector<double> obs(4 * n), w(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -541,6 +541,10 @@ TEST(Parzen, PresortedFitIsTheSameModelAsFit) {
         return va < vb || (va == vb && perm[a] < perm[b]);
       });
       if (variant == 2 && d == 2) std::reverse(o.begin(), o.end());  // wrong argsort: must be replaced
+      if (variant == 4 && d == 2) {  // indices out of range (one with the top bit set): replaced too
+        o[3] = n + 5;
+        o[7] = std::numeric_limits<std::size_t>::max();
+      }
       std::copy(o.begin(), o.end(), order.begin() + d * n);
     }
     ParzenEstimator a, b;
