@@ -254,13 +254,12 @@ struct TPEWorkspace {
   bool dedupe = true;
   bool unconditional = true;  // no conditional parameter: univariate groups are independent
 
-  // Sort cache for univariate models: per parameter, (model value, trial index) of every trial where it is
-  // active, ascending (ties by index) -- exactly the stable argsort ParzenEstimator would compute. Kept
-  // across asks and verified against the trials on every ask, so it can never change a result.
+  // Sort cache: per parameter, (model value, trial index) of every trial where it is active, ascending (ties
+  // by index) -- exactly the stable argsort ParzenEstimator would compute. Kept across asks for the trials
+  // whose x update_history() found bit-identical (rebuilt otherwise), so it can never change a result.
   struct SortEntry {
     double v;         // model value (log for log parameters; -0 as +0)
     std::size_t idx;  // trial index
-    double raw;       // the trial's value, to verify the cache without recomputing logs
     bool operator<(const SortEntry& o) const { return v < o.v || (v == o.v && idx < o.idx); }
   };
   std::vector<std::vector<SortEntry>> sorted;
@@ -464,7 +463,7 @@ void TPEWorkspace::update_sort_cache(const std::vector<Trial>& trials) {
     for (std::size_t i = from; i < N; ++i) {
       const Trial& t = trials[i];
       if (t.x.size() != D || std::isnan(t.x[p])) continue;
-      TPEWorkspace::SortEntry e{model_value(pm[p], t.x[p]), i, t.x[p]};
+      TPEWorkspace::SortEntry e{model_value(pm[p], t.x[p]), i};
       if (rebuild)
         list.push_back(e);
       else  // i exceeds every cached index: goes after equal values
