@@ -257,12 +257,10 @@ struct TPEWorkspace {
   // Sort cache: per parameter, (model value, trial index) of every trial where it is active, ascending (ties
   // by index) -- exactly the stable argsort ParzenEstimator would compute. Kept across asks for the trials
   // whose x update_history() found bit-identical (rebuilt otherwise), so it can never change a result.
-  struct SortEntry {
-    double v;         // model value (log for log parameters; -0 as +0)
-    std::size_t idx;  // trial index
-    bool operator<(const SortEntry& o) const { return v < o.v || (v == o.v && idx < o.idx); }
-  };
-  std::vector<std::vector<SortEntry>> sorted;
+  // Entries are trial indices (32 bits: the lists are read in full several times per ask); their model values
+  // are read from xt when needed.
+  std::vector<std::vector<std::uint32_t>> sorted;
+  std::vector<std::pair<double, std::uint32_t>> sort_buf;
   std::size_t sorted_count = 0;  // trials covered by the cache
   std::vector<char> member;      // per trial: 1 below, 2 above
 
@@ -456,20 +454,31 @@ void TPEWorkspace::update_sort_cache(const std::vector<Trial>& trials) {
   const bool valid = sorted_count <= N;
   const std::size_t from = valid ? sorted_count : 0;
   const bool rebuild = !valid || N - from > 64;
+  KT_CHECK(N <= 0xFFFFFFFFull, InvalidArgument, "tpe: ", N, " trials exceed the 2^32 - 1 the sort cache indexes");
   for (std::size_t p = 0; p < D; ++p) {
     if (!cacheable(pm[p])) continue;
     auto& list = sorted[p];
     if (!valid) list.clear();
-    for (std::size_t i = from; i < N; ++i) {
-      const Trial& t = trials[i];
-      if (t.x.size() != D || std::isnan(t.x[p])) continue;
-      TPEWorkspace::SortEntry e{model_value(pm[p], t.x[p]), i};
-      if (rebuild)
-        list.push_back(e);
-      else  // i exceeds every cached index: goes after equal values
-        list.insert(std::upper_bound(list.begin(), list.end(), e), e);
+    const double* col = xt.data() + p * xt_cap;  // NaN where inactive or malformed (update_history)
+    const ParamModel& m = pm[p];
+    if (rebuild) {  // (model value, index) pairs sorted once
+      sort_buf.clear();
+      for (std::uint32_t i : list) sort_buf.emplace_back(model_value(m, col[i]), i);
+      for (std::size_t i = from; i < N; ++i)
+        if (!std::isnan(col[i])) sort_buf.emplace_back(model_value(m, col[i]), static_cast<std::uint32_t>(i));
+      std::sort(sort_buf.begin(), sort_buf.end());
+      list.resize(sort_buf.size());
+      for (std::size_t j = 0; j < sort_buf.size(); ++j) list[j] = sort_buf[j].second;
+      continue;
     }
-    if (rebuild) std::sort(list.begin(), list.end());
+    for (std::size_t i = from; i < N; ++i) {
+      if (std::isnan(col[i])) continue;
+      const double v = model_value(m, col[i]);
+      // i exceeds every cached index: goes after equal values
+      auto it = std::upper_bound(list.begin(), list.end(), v,
+                                 [&](double a, std::uint32_t b) { return a < model_value(m, col[b]); });
+      list.insert(it, static_cast<std::uint32_t>(i));
+    }
   }
   sorted_count = N;
 }
@@ -742,8 +751,8 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
         if (!detail::cacheable(pq)) continue;
         std::size_t* o = sc.order.data() + q * total;
         std::size_t cnt = 0;
-        for (const auto& e : ws.sorted[g.params[q]]) {
-          const std::size_t r = sc.rowpos[e.idx];
+        for (const std::uint32_t e : ws.sorted[g.params[q]]) {
+          const std::size_t r = sc.rowpos[e];
           if (r != kNoRow && cnt < rows) o[cnt++] = r;
         }
         if (cnt != rows) want_order = false;  // malformed history (NaN inside an active group): plain sort
@@ -754,8 +763,8 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       // are not in the sorted list).
       sc.order.resize(rows);
       std::size_t q = 0;
-      for (const auto& e : ws.sorted[first]) {
-        const std::size_t r = sc.rowpos[e.idx];
+      for (const std::uint32_t e : ws.sorted[first]) {
+        const std::size_t r = sc.rowpos[e];
         if (r != kNoRow) sc.order[q++] = r;
       }
       sc.order.resize(q);
@@ -820,8 +829,8 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
     // perm[j]: trial-order row of the j-th row in sorted order.
     sc.perm.resize(rows);
     std::size_t cnt = 0;
-    for (const auto& e : ws.sorted[first]) {
-      const std::size_t r = sc.rowpos[e.idx];
+    for (const std::uint32_t e : ws.sorted[first]) {
+      const std::size_t r = sc.rowpos[e];
       if (r != kNoRow && cnt < rows) sc.perm[cnt++] = r;
     }
     if (cnt != rows) return 0;  // malformed history (NaN inside an active group): plain path
@@ -855,8 +864,8 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
         continue;
       }
       std::size_t c = 0;
-      for (const auto& e : ws.sorted[g.params[q]]) {
-        const std::size_t r = sc.rowpos[e.idx];
+      for (const std::uint32_t e : ws.sorted[g.params[q]]) {
+        const std::size_t r = sc.rowpos[e];
         if (r != kNoRow && c < rows) od[c++] = r;
       }
       for (; c < rows; ++c) od[c] = rows;
