@@ -118,7 +118,8 @@ class ParzenEstimator {
   mutable bool cum_valid_ = false;
   // Per dimension, n_kernels() entries each (index d * k_ + k).
   // cst: -log sigma - log sqrt(2 pi) (+ log step). log Z (lz) is computed lazily; ub bounds -log Z (its value
-  // once known); lzsum is a kernel's sum of log Z over dimensions once all are known.
+  // once known); lzsum is a kernel's sum of log Z over dimensions once all are known. known: 0 unknown,
+  // 1 log Z = 0 (both bounds beyond 8.5 sigma; joint estimators do not store it), 2 stored in lz.
   std::vector<double> mu_, sigma_, inv_sigma_, half_, cst_;
   mutable std::vector<double> lz_, ub_, lzsum_;
   mutable std::vector<char> known_, kernel_known_;

@@ -186,9 +186,10 @@ struct WindowArgs {
 // (clipped widths share inv_min / cst_min; others go lane by lane through std::log, as the scalar pass),
 // truncation flags (|bounds| beyond 8.5 sigma: log Z = 0), the bound ub_obs otherwise. Returns whether some
 // kernel is not inner. Same values as the scalar loop.
+// Inner kernels get known flag 1 and no log Z entry (it is 0; readers skip flag-1 entries), others flag 0.
 struct KernelPassArgs {
   const double *mu, *sg;
-  double *inv, *cst, *lz, *ub;
+  double *inv, *cst, *lz, *ub;  // lz: unused (kept for the call's shape)
   char* kn;
   std::size_t n;
   double minsig, inv_min, cst_min, lo_e, hi_e, ub_obs;
@@ -201,7 +202,6 @@ struct KernelPassArgs {
   const double* const sg = a.sg;                                                                                 \
   double* const inv = a.inv;                                                                                     \
   double* const cst = a.cst;                                                                                     \
-  double* const lz = a.lz;                                                                                       \
   double* const ubp = a.ub;                                                                                      \
   char* const kn = a.kn;                                                                                         \
   char* const kk = a.kk;                                                                                         \
@@ -229,10 +229,8 @@ struct KernelPassArgs {
     const VD za = (vlo - m) * ik, zb = (vhi - m) * ik;                                                           \
     const VL inner = (za < lim_lo) & (zb > lim_hi);                                                              \
     const VD u = inner ? VD{} : vub;                                                                             \
-    const VD zero = VD{};                                                                                        \
     std::memcpy(inv + k, &ik, sizeof ik);                                                                        \
     std::memcpy(cst + k, &cs, sizeof cs);                                                                        \
-    std::memcpy(lz + k, &zero, sizeof zero);                                                                     \
     std::memcpy(ubp + k, &u, sizeof u);                                                                          \
     const int mi = MOVMSK(inner);                                                                                \
     unknown |= mi ^ kFull;                                                                                       \
@@ -264,7 +262,6 @@ struct KernelPassArgs {
     cst[k] = clipped ? a.cst_min : -std::log(sk) - kLogSqrt2Pi;                                                  \
     const double za = (a.lo_e - mu[k]) * ik, zb = (a.hi_e - mu[k]) * ik;                                         \
     const bool inner = za < -8.5 && zb > 8.5;                                                                    \
-    lz[k] = 0.0;                                                                                                 \
     ubp[k] = inner ? 0.0 : a.ub_obs;                                                                             \
     kn[k] = static_cast<char>(inner);                                                                            \
     kk[k] &= kn[k];                                                                                              \
@@ -1063,9 +1060,8 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       half[k] = disc ? 0.5 * s / sk : 0.0;
       const double za = (lo_e - mu[k]) * ik, zb = (hi_e - mu[k]) * ik;
       const char inner = za < -8.5 && zb > 8.5;
-      lzs[k] = 0.0;
       ub[k] = inner ? 0.0 : ub_obs;
-      kn[k] = inner;
+      kn[k] = inner;  // 1: log Z = 0 (not stored)
       kernel_known_[k] &= inner;
       if (win_) wb_[k] += cst[k] + ub[k];
       unknown |= static_cast<char>(!inner);
@@ -1076,7 +1072,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
         if (kn[k]) continue;
         lzs[k] = log_normal_cdf_diff((lo_e - mu[k]) * inv[k], (hi_e - mu[k]) * inv[k]);
         ub[k] = -lzs[k];
-        kn[k] = 1;
+        kn[k] = 2;  // log Z stored
       }
       unknown = 0;
     }
@@ -1093,7 +1089,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
         lzs[n] = log_normal_cdf_diff(za, zb);
         ub[n] = -lzs[n];
       }
-      kn[n] = 1;
+      kn[n] = 2;  // log Z stored
     }
     if (sorted1d_) {
       // Bounds for the windowed evaluation: largest possible log term (weight, width, truncation) and width.
@@ -1111,29 +1107,13 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     kernel_known_.assign(k_, 1);
     lzsum_.assign(k_, 0.0);
   }
-  for (std::size_t d = 0; recount && d < D; ++d) {
+  for (std::size_t d = 0; recount && d < D; ++d) {  // flag 1: log Z = 0, not stored
     const char* kn = known_.data() + d * k_;
     const double* lz = lz_.data() + d * k_;
-    char* kk = kernel_known_.data();
-    double* ls = lzsum_.data();
-    std::size_t k = 0;
-    for (; k + 2 <= k_; k += 2) {  // element-wise, so the same sums as one at a time
-      V2d a, b;
-      std::memcpy(&a, ls + k, sizeof a);
-      std::memcpy(&b, lz + k, sizeof b);
-      a += b;
-      std::memcpy(ls + k, &a, sizeof a);
+    for (std::size_t k = 0; k < k_; ++k) {
+      lzsum_[k] += kn[k] == 1 ? 0.0 : lz[k];
+      kernel_known_[k] &= static_cast<char>(kn[k] != 0);
     }
-    for (; k < k_; ++k) ls[k] += lz[k];
-    k = 0;
-    for (; k + 8 <= k_; k += 8) {
-      std::uint64_t a, b;
-      std::memcpy(&a, kk + k, 8);
-      std::memcpy(&b, kn + k, 8);
-      a &= b;
-      std::memcpy(kk + k, &a, 8);
-    }
-    for (; k < k_; ++k) kk[k] &= kn[k];
   }
   // One categorical dimension: the mixture's mass of each choice in closed form, summed in linear space
   // (the kernel-by-kernel log-sum-exp gives the same value up to rounding).
@@ -1287,7 +1267,7 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
     } else if (!(ub_obs < 50.0)) {
       lzs[k] = log_normal_cdf_diff(za, zb);
       u = -lzs[k];
-      kn[k] = 1;
+      kn[k] = 2;
     } else {
       lzs[k] = 0.0;
       u = ub_obs;
@@ -1296,7 +1276,7 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
       for (std::size_t q = pp; q < prev_n && prev_mu_[q] == mu[k]; ++q) {
         if (prev_kn_[q] && prev_sg_[q] == sk) {
           lzs[k] = prev_lz_[q];
-          kn[k] = 1;
+          kn[k] = 2;
           break;
         }
       }
@@ -1317,7 +1297,7 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
       lzs[n] = log_normal_cdf_diff(za, zb);
       ub[n] = -lzs[n];
     }
-    kn[n] = 1;
+    kn[n] = 2;
   }
   tmax_ = tmax;
   sig_max_ = sig_max;
@@ -1530,8 +1510,11 @@ void ParzenEstimator::build_cum_weights() const {
 }
 
 void ParzenEstimator::update_lzsum(std::size_t k) const {
-  double sum = 0.0;
-  for (std::size_t d = 0; d < dims_.size(); ++d) sum += lz_[d * k_ + k];
+  double sum = 0.0;  // known flag 1: log Z = 0 (inner kernel, not stored); 2: stored
+  for (std::size_t d = 0; d < dims_.size(); ++d) {
+    const std::size_t i = d * k_ + k;
+    sum += known_[i] == 1 ? 0.0 : lz_[i];
+  }
   lzsum_[k] = sum;
 }
 
@@ -1546,7 +1529,7 @@ void ParzenEstimator::resolve_log_z(std::size_t k) const {
     const double lz = log_normal_cdf_diff((lo_e - mu_[i]) * inv_sigma_[i], (hi_e - mu_[i]) * inv_sigma_[i]);
     lz_[i] = lz;
     ub_[i] = -lz;
-    known_[i] = 1;
+    known_[i] = 2;  // stored
   }
   kernel_known_[k] = 1;
   update_lzsum(k);
@@ -1719,7 +1702,7 @@ double ParzenEstimator::log_pdf_1d(double x) const {
         // truncation mass, computed from the same inputs.
         lz_[k] = lz_[k - 1];
         ub_[k] = -lz_[k];
-        known_[k] = 1;
+        known_[k] = 2;
         kernel_known_[k] = 1;
         lzsum_[k] = lz_[k];
       } else {
