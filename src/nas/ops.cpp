@@ -659,16 +659,17 @@ void pool3_cols(const float* rows, int H, int Wo, int stride, int Ho, float* y, 
     }
   }
 }
-}  // namespace
 
-Tensor max_pool3x3_forward(const Tensor& x, int stride) {
+/// 3x3 max or average pool, padding 1 excluded, as separable passes over each plane.
+Tensor pool3x3_forward(const Tensor& x, int stride, bool max) {
+  const char* name = max ? "max_pool3x3" : "avg_pool3x3";
   check4(x, "x");
-  KT_CHECK(stride == 1 || stride == 2, InvalidArgument, "max_pool3x3: stride ", stride, " must be 1 or 2");
+  KT_CHECK(stride == 1 || stride == 2, InvalidArgument, name, ": stride ", stride, " must be 1 or 2");
   const int N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
   const int Ho = conv_out_size(H, 3, stride, 1), Wo = conv_out_size(W, 3, stride, 1);
   Tensor y({N, C, Ho, Wo}, x.device());
   if (x.is_cuda()) {
-    cuda::maxpool_fwd(x.data(), y.data(), N, C, H, W, stride, Ho, Wo);
+    (max ? cuda::maxpool_fwd : cuda::avgpool_fwd)(x.data(), y.data(), N, C, H, W, stride, Ho, Wo);
     return y;
   }
   const float* xp = x.data();
@@ -676,14 +677,28 @@ Tensor max_pool3x3_forward(const Tensor& x, int stride) {
   const std::int64_t planes = static_cast<std::int64_t>(N) * C;
 #pragma omp parallel for num_threads(nt()) schedule(static) if (planes * Ho * Wo * 9 > kParallelWork)
   for (std::int64_t p = 0; p < planes; ++p) {
-    // separable: row maxima of the 3 columns of each output column, then the maximum over 3 rows (exact)
+    // row pass over the 3 columns of each output column, then a pass over 3 rows; max is exact, the average
+    // divides the sum by the in-bounds count (rows x columns; count_include_pad = False)
     thread_local std::vector<float> rows;
     rows.resize(static_cast<std::size_t>(H) * Wo);
-    pool3_rows(xp + p * H * W, H, W, stride, Wo, rows.data(), /*max=*/true);
-    pool3_cols(rows.data(), H, Wo, stride, Ho, yp + p * Ho * Wo, /*max=*/true);
+    pool3_rows(xp + p * H * W, H, W, stride, Wo, rows.data(), max);
+    float* ys = yp + p * Ho * Wo;
+    pool3_cols(rows.data(), H, Wo, stride, Ho, ys, max);
+    if (max) continue;
+    for (int oh = 0; oh < Ho; ++oh) {
+      const float rh = static_cast<float>(std::min(oh * stride + 1, H - 1) - std::max(oh * stride - 1, 0) + 1);
+      float* yr = ys + static_cast<std::int64_t>(oh) * Wo;
+      for (int ow = 0; ow < Wo; ++ow) {
+        const float cw = static_cast<float>(std::min(ow * stride + 1, W - 1) - std::max(ow * stride - 1, 0) + 1);
+        yr[ow] /= rh * cw;
+      }
+    }
   }
   return y;
 }
+}  // namespace
+
+Tensor max_pool3x3_forward(const Tensor& x, int stride) { return pool3x3_forward(x, stride, true); }
 
 Tensor max_pool3x3_backward(const Tensor& x, const Tensor& dy, int stride) {
   check4(x, "x");
@@ -721,38 +736,7 @@ Tensor max_pool3x3_backward(const Tensor& x, const Tensor& dy, int stride) {
   return dx;
 }
 
-Tensor avg_pool3x3_forward(const Tensor& x, int stride) {
-  check4(x, "x");
-  KT_CHECK(stride == 1 || stride == 2, InvalidArgument, "avg_pool3x3: stride ", stride, " must be 1 or 2");
-  const int N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
-  const int Ho = conv_out_size(H, 3, stride, 1), Wo = conv_out_size(W, 3, stride, 1);
-  Tensor y({N, C, Ho, Wo}, x.device());
-  if (x.is_cuda()) {
-    cuda::avgpool_fwd(x.data(), y.data(), N, C, H, W, stride, Ho, Wo);
-    return y;
-  }
-  const float* xp = x.data();
-  float* yp = y.data();
-  const std::int64_t planes = static_cast<std::int64_t>(N) * C;
-#pragma omp parallel for num_threads(nt()) schedule(static) if (planes * Ho * Wo * 9 > kParallelWork)
-  for (std::int64_t p = 0; p < planes; ++p) {
-    // separable: 3-column sums, then 3-row sums, divided by the in-bounds count (rows x columns)
-    thread_local std::vector<float> rows;
-    rows.resize(static_cast<std::size_t>(H) * Wo);
-    pool3_rows(xp + p * H * W, H, W, stride, Wo, rows.data(), /*max=*/false);
-    float* ys = yp + p * Ho * Wo;
-    pool3_cols(rows.data(), H, Wo, stride, Ho, ys, /*max=*/false);
-    for (int oh = 0; oh < Ho; ++oh) {
-      const float rh = static_cast<float>(std::min(oh * stride + 1, H - 1) - std::max(oh * stride - 1, 0) + 1);
-      float* yr = ys + static_cast<std::int64_t>(oh) * Wo;
-      for (int ow = 0; ow < Wo; ++ow) {
-        const float cw = static_cast<float>(std::min(ow * stride + 1, W - 1) - std::max(ow * stride - 1, 0) + 1);
-        yr[ow] /= rh * cw;
-      }
-    }
-  }
-  return y;
-}
+Tensor avg_pool3x3_forward(const Tensor& x, int stride) { return pool3x3_forward(x, stride, false); }
 
 Tensor avg_pool3x3_backward(const std::vector<int>& xs_shape, const Tensor& dy, int stride) {
   check4(dy, "dy");
