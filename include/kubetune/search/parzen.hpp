@@ -102,6 +102,8 @@ class ParzenEstimator {
   void build_cum_weights() const;
   double log_pdf_window(const double* x) const;
   double log_pdf_prefiltered(const double* x, std::size_t lo, std::size_t hi, double t_prior) const;
+  double window_sum(const double* x, const std::size_t* idx, std::size_t lo, std::size_t m, double* acc,
+                    const double* slo, const double* shi, double t_prior) const;
   double exact_term(const double* x, std::size_t k, double approx) const;
   void fit_sorted1d(const double* obs, std::size_t n, const ParzenOptions& opt, const std::size_t* order);
   void update_lzsum(std::size_t k) const;

@@ -1370,16 +1370,24 @@ double ParzenEstimator::log_pdf_window(const double* x) const {
   if (w == 0) return t_prior;
   if (!pre_dims_.empty() && w >= 16) return log_pdf_prefiltered(x, lo, hi, t_prior);
   approx_range(x, lo, hi, acc, slo, shi);
+  return window_sum(x, nullptr, lo, w, acc, slo, shi, t_prior);
+}
+
+// The last two passes over m approximated kernel terms (kernel idx[j], or lo + j without idx): a lower bound L
+// of the largest term drops the kernels whose upper bound is kCut nats below it, the rest are made exact, and
+// the log-sum-exp keeps the terms within kCut of the largest (the prior's term t_prior always counts).
+double ParzenEstimator::window_sum(const double* x, const std::size_t* idx, std::size_t lo, std::size_t m,
+                                   double* acc, const double* slo, const double* shi, double t_prior) const {
   double L = t_prior;
   if (has_discrete_) {
-    for (std::size_t j = 0; j < w; ++j) L = std::max(L, acc[j] - slo[j]);
+    for (std::size_t j = 0; j < m; ++j) L = std::max(L, acc[j] - slo[j]);
   } else {
-    for (std::size_t j = 0; j < w; ++j) L = std::max(L, acc[j]);
+    for (std::size_t j = 0; j < m; ++j) L = std::max(L, acc[j]);
   }
   const double thr = L - kCut;
   double M = t_prior;
-  for (std::size_t j = 0; j < w; ++j) {
-    const std::size_t k = lo + j;
+  for (std::size_t j = 0; j < m; ++j) {
+    const std::size_t k = idx ? idx[j] : lo + j;
     if (acc[j] + shi[j] < thr) {
       acc[j] = -kInf;
       continue;
@@ -1390,7 +1398,7 @@ double ParzenEstimator::log_pdf_window(const double* x) const {
   }
   const double cut = M - kCut;
   double sum = exp_nonpositive(t_prior - M);
-  for (std::size_t j = 0; j < w; ++j)
+  for (std::size_t j = 0; j < m; ++j)
     if (acc[j] >= cut) sum += exp_nonpositive(acc[j] - M);
   return M + std::log(sum);
 }
@@ -1474,25 +1482,7 @@ double ParzenEstimator::log_pdf_prefiltered(const double* x, std::size_t lo, std
       }
     }
   }
-  double L = t_prior;
-  for (std::size_t j = 0; j < ms; ++j) L = std::max(L, has_discrete_ ? acc[j] - slo[j] : acc[j]);
-  const double thr = L - kCut;
-  double M = t_prior;
-  for (std::size_t j = 0; j < ms; ++j) {
-    const std::size_t k = idx[j];
-    if (acc[j] + shi[j] < thr) {
-      acc[j] = -kInf;
-      continue;
-    }
-    if (!kernel_known_[k]) resolve_log_z(k);
-    acc[j] = exact_term(x, k, acc[j]);
-    M = std::max(M, acc[j]);
-  }
-  const double cut = M - kCut;
-  double sum = exp_nonpositive(t_prior - M);
-  for (std::size_t j = 0; j < ms; ++j)
-    if (acc[j] >= cut) sum += exp_nonpositive(acc[j] - M);
-  return M + std::log(sum);
+  return window_sum(x, idx, 0, ms, acc, slo, shi, t_prior);
 }
 
 // Cumulative mixture weights for sampling, in input order (a windowed estimator's kernels are sorted, so
