@@ -41,19 +41,24 @@ History make_history(std::size_t n, bool mixed) {
   return h;
 }
 
+/// Consecutive asks of `batch` points on a fixed history (a fresh random stream each, as a study gives).
+void run_asks(benchmark::State& state, search::TPE& tpe, const History& h, std::size_t batch) {
+  std::uint64_t k = 0;
+  for (auto _ : state) {
+    Rng rng(7, k++);
+    SearchContext ctx{h.space, h.trials, h.dirs, rng};
+    auto s = tpe.ask(ctx, batch);
+    benchmark::DoNotOptimize(s.data());
+  }
+}
+
 void BM_TPESuggest(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   search::TPEConfig cfg;
   cfg.multivariate = state.range(1) != 0;
   History h = make_history(n, state.range(2) != 0);
   search::TPE tpe(cfg);
-  std::uint64_t k = 0;
-  for (auto _ : state) {
-    Rng rng(7, k++);
-    SearchContext ctx{h.space, h.trials, h.dirs, rng};
-    auto s = tpe.ask(ctx, 1);
-    benchmark::DoNotOptimize(s.data());
-  }
+  run_asks(state, tpe, h, 1);
   state.counters["trials"] = static_cast<double>(n);
 }
 
@@ -64,26 +69,14 @@ void BM_TPESuggestThreads(benchmark::State& state) {
   cfg.n_threads = static_cast<int>(state.range(1));
   History h = make_history(n, false);
   search::TPE tpe(cfg);
-  std::uint64_t k = 0;
-  for (auto _ : state) {
-    Rng rng(7, k++);
-    SearchContext ctx{h.space, h.trials, h.dirs, rng};
-    auto s = tpe.ask(ctx, 1);
-    benchmark::DoNotOptimize(s.data());
-  }
+  run_asks(state, tpe, h, 1);
 }
 
 void BM_TPEBatch8(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   History h = make_history(n, false);
   search::TPE tpe;
-  std::uint64_t k = 0;
-  for (auto _ : state) {
-    Rng rng(7, k++);
-    SearchContext ctx{h.space, h.trials, h.dirs, rng};
-    auto s = tpe.ask(ctx, 8);
-    benchmark::DoNotOptimize(s.data());
-  }
+  run_asks(state, tpe, h, 8);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 8);
 }
 }  // namespace
