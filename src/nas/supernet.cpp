@@ -132,8 +132,9 @@ struct GradRef {
   }
 };
 
-/// Batch norm with running statistics; affine optional. Keeps only its per-channel statistics: the owner
-/// passes the input back to backward().
+/// Batch norm with running statistics; affine optional. forward/backward keep only the per-channel statistics
+/// (the owner passes the input back, or recomputes it); the *_kept variants keep the input of a training
+/// forward themselves, for owners whose BN input is a convolution output too costly to recompute.
 class BatchNorm {
  public:
   BatchNorm(ParamStore& p, ParamStore& b, int C, bool affine) {
@@ -165,6 +166,17 @@ class BatchNorm {
     cache_ = BatchNormCache();
     return dx;
   }
+  Tensor forward_kept(const Tensor& x, const PassContext& ctx) {
+    if (ctx.training) x_ = x;
+    return forward(x, ctx);
+  }
+  Tensor apply_kept(const PassContext& ctx, bool relu) const { return apply(x_, ctx, relu); }
+  Tensor backward_kept(const Tensor& dy, const PassContext& ctx, float scale, float* dot) {
+    KT_CHECK(x_.defined(), StateError, "nas: backward without a training-mode forward");
+    Tensor dx = backward(x_, dy, ctx, scale, dot);
+    x_ = Tensor();
+    return dx;
+  }
 
  private:
   void affine(const PassContext& ctx, Tensor& g, Tensor& bt) const {
@@ -175,6 +187,7 @@ class BatchNorm {
   }
   int gamma_ = -1, beta_ = -1, rm_ = -1, rv_ = -1;
   BatchNormCache cache_;
+  Tensor x_;  // only through forward_kept
 };
 
 /// ReLU -> depthwise conv (k, stride, dilation) -> pointwise conv -> BN. The ReLU is fused into the
@@ -190,20 +203,14 @@ class ReluDwPwBn {
   }
   Tensor forward(const Tensor& x, const PassContext& ctx) {
     Tensor mid = depthwise_conv2d_forward(x, ctx.params->value(dw_), stride_, pad_, dil_, true);
-    Tensor z = pointwise_conv_forward(mid, ctx.params->value(pw_));
-    if (ctx.training) {
-      mid_ = mid;
-      z_ = z;
-    }
-    return bn_.forward(z, ctx);
+    if (ctx.training) mid_ = mid;
+    return bn_.forward_kept(pointwise_conv_forward(mid, ctx.params->value(pw_)), ctx);
   }
   /// The training forward's output, recomputed.
-  Tensor output(const PassContext& ctx) const { return bn_.apply(z_, ctx, false); }
+  Tensor output(const PassContext& ctx) const { return bn_.apply_kept(ctx, false); }
   Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
                   float* dot = nullptr) {
-    KT_CHECK(z_.defined(), StateError, "nas: backward without a training-mode forward");
-    Tensor d = bn_.backward(z_, dy, ctx, scale, dot);
-    z_ = Tensor();
+    Tensor d = bn_.backward_kept(dy, ctx, scale, dot);
     GradRef gpw(ctx, pw_), gdw(ctx, dw_);
     d = pointwise_conv_backward(mid_, ctx.params->value(pw_), d, gpw.ptr);
     mid_ = Tensor();
@@ -214,7 +221,7 @@ class ReluDwPwBn {
   int k_, stride_, dil_, pad_;
   int dw_ = -1, pw_ = -1;
   BatchNorm bn_;
-  Tensor mid_, z_;
+  Tensor mid_;
 };
 
 /// DARTS SepConv: [ReLU dw(stride) pw BN] [ReLU dw pw BN]. The first half's output is recomputed in the
@@ -323,16 +330,12 @@ class ReluConvBn : public Layer {
     w_ = p.add({Cout, Cin}, ParamStore::Init::KaimingUniform, Cin);
   }
   Tensor forward(const Tensor& x, const PassContext& ctx) override {
-    Tensor z = pointwise_conv_forward(relu_forward(x), ctx.params->value(w_));
-    if (ctx.training) z_ = z;
-    return bn_.forward(z, ctx);
+    return bn_.forward_kept(pointwise_conv_forward(relu_forward(x), ctx.params->value(w_)), ctx);
   }
   Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
                   float* dot = nullptr) override {
-    KT_CHECK(z_.defined(), StateError, "nas: backward without a training-mode forward");
     GradRef gw(ctx, w_);
-    Tensor d = bn_.backward(z_, dy, ctx, scale, dot);
-    z_ = Tensor();
+    Tensor d = bn_.backward_kept(dy, ctx, scale, dot);
     Tensor r = relu_forward(x);
     d = pointwise_conv_backward(r, ctx.params->value(w_), d, gw.ptr);
     return relu_backward(r, d);
@@ -341,7 +344,6 @@ class ReluConvBn : public Layer {
  private:
   int w_ = -1;
   BatchNorm bn_;
-  Tensor z_;
 };
 
 /// 3x3 conv -> BN (affine), the network stem.
@@ -351,16 +353,12 @@ class Stem : public Layer {
     w_ = p.add({Cout, Cin, 3, 3}, ParamStore::Init::KaimingUniform, Cin * 9);
   }
   Tensor forward(const Tensor& x, const PassContext& ctx) override {
-    Tensor z = conv2d_forward(x, ctx.params->value(w_), 1, 1);
-    if (ctx.training) z_ = z;
-    return bn_.forward(z, ctx);
+    return bn_.forward_kept(conv2d_forward(x, ctx.params->value(w_), 1, 1), ctx);
   }
   Tensor backward(const Tensor& x, const Tensor& dy, const PassContext& ctx, float scale = 1.0f,
                   float* dot = nullptr) override {
-    KT_CHECK(z_.defined(), StateError, "nas: backward without a training-mode forward");
     GradRef gw(ctx, w_);
-    Tensor d = bn_.backward(z_, dy, ctx, scale, dot);
-    z_ = Tensor();
+    Tensor d = bn_.backward_kept(dy, ctx, scale, dot);
     if (gw.ptr) conv2d_backward(x, ctx.params->value(w_), d, 1, 1, gw.ptr);  // dx of the input is not needed
     return Tensor();
   }
@@ -368,7 +366,6 @@ class Stem : public Layer {
  private:
   int w_ = -1;
   BatchNorm bn_;
-  Tensor z_;
 };
 
 bool takes_relu(OpKind k) {
