@@ -507,12 +507,7 @@ class Cell {
     }
     std::vector<const Tensor*> parts;
     for (int i = 2 + nodes_ - mult_; i < 2 + nodes_; ++i) parts.push_back(&states[i]);
-    Tensor out = concat_channels(parts);
-    if (ctx.training) {  // the node states are the edges' inputs: the mixed ops hold them; keep the shapes
-      shapes_.clear();
-      for (int j = 0; j < 2; ++j) shapes_.push_back(states[j].shape());
-    }
-    return out;
+    return concat_channels(parts);  // the node states live on as the mixed ops' inputs
   }
 
   /// Backward for the forward inputs s0, s1. Returns {ds0, ds1}; adds architecture gradients into dalpha.
@@ -529,8 +524,8 @@ class Cell {
         accumulate(ds[j], edges_[e].backward(ds[2 + i], dalpha + static_cast<std::ptrdiff_t>(e) * K, ctx));
       }
     }
-    for (int j = 0; j < 2; ++j)
-      if (!ds[j].defined()) ds[j] = Tensor::zeros(shapes_[j], dout.device());
+    for (int j = 0; j < 2; ++j)  // both preprocessed inputs are [N, C, H, W] at s1's resolution
+      if (!ds[j].defined()) ds[j] = Tensor::zeros({s1.dim(0), C_, s1.dim(2), s1.dim(3)}, dout.device());
     Tensor d0 = pre0_->backward(s0, ds[0], ctx);
     Tensor d1 = pre1_->backward(s1, ds[1], ctx);
     return {d0, d1};
@@ -541,7 +536,6 @@ class Cell {
   bool reduction_;
   std::unique_ptr<Layer> pre0_, pre1_;
   std::vector<MixedOp> edges_;
-  std::vector<std::vector<int>> shapes_;
 };
 
 }  // namespace detail

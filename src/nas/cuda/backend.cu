@@ -243,10 +243,7 @@ __global__ void k_dw_bwd_w(const float* x, const float* dy, float* dw, int N, in
   if (threadIdx.x == 0) {
     float t = 0.f;
     for (int i = 0; i < (int)(blockDim.x >> 5); ++i) t += sh[i];
-    if (gridDim.y == 1)
-      dw[idx] += t;
-    else
-      atomicAdd(dw + idx, t);
+    atomicAdd(dw + idx, t);
   }
 }
 
