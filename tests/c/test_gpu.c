@@ -3,15 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kubetune/c_api.h"
-
-#define CHECK(cond)                                                                                  \
-  do {                                                                                               \
-    if (!(cond)) {                                                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #cond, kt_last_error()); \
-      return 1;                                                                                      \
-    }                                                                                                \
-  } while (0)
+#include "check.h"
 
 int main(void) {
   const char* cluster =
