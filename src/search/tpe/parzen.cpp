@@ -189,7 +189,7 @@ struct WindowArgs {
 // Inner kernels get known flag 1 and no log Z entry (it is 0; readers skip flag-1 entries), others flag 0.
 struct KernelPassArgs {
   const double *mu, *sg;
-  double *inv, *cst, *lz, *ub;  // lz: unused (kept for the call's shape)
+  double *inv, *cst, *ub;
   char* kn;
   std::size_t n;
   double minsig, inv_min, cst_min, lo_e, hi_e, ub_obs;
@@ -508,6 +508,24 @@ void ParzenEstimator::argsort(const double* v, std::size_t n) {
 }
 
 namespace {
+/// The prior kernel k (its centre may lie outside the support) is exact at fit time: inverse width, discrete
+/// half-bin, log-density constant and truncation mass (none beyond 8.5 sigma on both sides), log Z stored.
+void fit_prior_kernel(std::size_t k, const double* mu, const double* sg, bool disc, double s, double minsig,
+                      double log_minsig, double log_s, double lo_e, double hi_e, double* inv, double* half,
+                      double* cst, double* lzs, double* ub, char* kn) {
+  inv[k] = 1.0 / sg[k];
+  half[k] = disc ? 0.5 * s / sg[k] : 0.0;
+  cst[k] = (sg[k] == minsig ? -log_minsig : -std::log(sg[k])) - kLogSqrt2Pi + log_s;
+  const double za = (lo_e - mu[k]) * inv[k], zb = (hi_e - mu[k]) * inv[k];
+  if (za < -8.5 && zb > 8.5) {
+    lzs[k] = 0.0;
+    ub[k] = 0.0;
+  } else {
+    lzs[k] = log_normal_cdf_diff(za, zb);
+    ub[k] = -lzs[k];
+  }
+  kn[k] = 2;  // log Z stored
+}
 }  // namespace
 
 ParzenDim ParzenDim::continuous(double low, double high) {
@@ -1047,7 +1065,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
     const bool exact_now = !(ub_obs < 50.0);
     char unknown = 0;
     if (!disc) {
-      unknown = window_kernels().kernel_pass({mu, sg, inv, cst, lzs, ub, kn, n, minsig, inv_min, cst_min, lo_e, hi_e,
+      unknown = window_kernels().kernel_pass({mu, sg, inv, cst, ub, kn, n, minsig, inv_min, cst_min, lo_e, hi_e,
                                               ub_obs, kernel_known_.data(), win_ ? wb_.data() : nullptr});
       // half (bin half-width / sigma) is read for discrete dimensions only: left as it is here.
     }
@@ -1077,20 +1095,7 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
       unknown = 0;
     }
     if (unknown) any_unknown_ = true;
-    {  // prior kernel (its mu may lie outside): exact now
-      inv[n] = 1.0 / sg[n];
-      half[n] = disc ? 0.5 * s / sg[n] : 0.0;
-      cst[n] = (sg[n] == minsig ? -log_minsig : -std::log(sg[n])) - kLogSqrt2Pi + log_s;
-      const double za = (lo_e - mu[n]) * inv[n], zb = (hi_e - mu[n]) * inv[n];
-      if (za < -8.5 && zb > 8.5) {
-        lzs[n] = 0.0;
-        ub[n] = 0.0;
-      } else {
-        lzs[n] = log_normal_cdf_diff(za, zb);
-        ub[n] = -lzs[n];
-      }
-      kn[n] = 2;  // log Z stored
-    }
+    fit_prior_kernel(n, mu, sg, disc, s, minsig, log_minsig, log_s, lo_e, hi_e, inv, half, cst, lzs, ub, kn);
     if (sorted1d_) {
       // Bounds for the windowed evaluation: largest possible log term (weight, width, truncation) and width.
       tmax_ = -kInf;
@@ -1285,20 +1290,7 @@ void ParzenEstimator::fit_sorted1d(const double* obs, std::size_t n, const Parze
     ub[k] = u;
     tmax = std::max(tmax, slw[k] + c + u);
   }
-  {  // prior kernel: exact now (its centre may lie outside the support)
-    inv[n] = 1.0 / sg[n];
-    half[n] = disc ? 0.5 * s / sg[n] : 0.0;
-    cst[n] = (sg[n] == minsig ? -log_minsig : -std::log(sg[n])) - kLogSqrt2Pi + log_s;
-    const double za = (lo_e - mu[n]) * inv[n], zb = (hi_e - mu[n]) * inv[n];
-    if (za < -8.5 && zb > 8.5) {
-      lzs[n] = 0.0;
-      ub[n] = 0.0;
-    } else {
-      lzs[n] = log_normal_cdf_diff(za, zb);
-      ub[n] = -lzs[n];
-    }
-    kn[n] = 2;
-  }
+  fit_prior_kernel(n, mu, sg, disc, s, minsig, log_minsig, log_s, lo_e, hi_e, inv, half, cst, lzs, ub, kn);
   tmax_ = tmax;
   sig_max_ = sig_max;
   // kernel_known_ / lzsum_ serve the multi-dimensional path only; sized for resolve_log_z's writes.
