@@ -54,7 +54,7 @@ void run_asks(benchmark::State& state, search::TPE& tpe, const History& h, std::
 
 void BM_TPESuggest(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
-  search::TPEConfig cfg;
+  search::TPEConfig cfg = state.range(3) != 0 ? search::TPEConfig{} : search::TPEConfig::optuna();
   cfg.multivariate = state.range(1) != 0;
   History h = make_history(n, state.range(2) != 0);
   search::TPE tpe(cfg);
@@ -81,9 +81,11 @@ void BM_TPEBatch8(benchmark::State& state) {
 }
 }  // namespace
 
+// refine = 0: TPEConfig::optuna() (no candidate refinement), to show what the refinement costs.
 BENCHMARK(BM_TPESuggest)
-    ->ArgNames({"n", "multivariate", "mixed"})
-    ->ArgsProduct({{100, 1000, 5000}, {0, 1}, {0, 1}})
+    ->ArgNames({"n", "multivariate", "mixed", "refine"})
+    ->ArgsProduct({{100, 1000, 5000}, {0, 1}, {0, 1}, {1}})
+    ->ArgsProduct({{1000}, {0, 1}, {0}, {0}})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TPESuggestThreads)
     ->ArgNames({"n", "threads"})

@@ -441,13 +441,15 @@ rastrigin: Function
 
 # ---- tpe -------------------------------------------------------------------------------------------------
 class TPE(Searcher):
-    """Tree-structured Parzen Estimator; defaults as Optuna 4.x TPESampler."""
+    """Tree-structured Parzen Estimator; defaults as Optuna's TPESampler plus candidate refinement."""
 
     def __init__(
         self,
         *,
         n_startup_trials: int = 10,
         n_ei_candidates: int = 24,
+        n_refine_candidates: int = 12,
+        refine_scale: float = 0.5,
         gamma: float = 0.1,
         gamma_rule: str = "linear",
         gamma_max: int = 25,
@@ -463,6 +465,8 @@ class TPE(Searcher):
         n_threads: int = 1,
     ) -> None: ...
     @staticmethod
+    def optuna(**overrides: Any) -> TPE: ...
+    @staticmethod
     def hyperopt(**overrides: Any) -> TPE: ...
     @staticmethod
     def from_katib(
@@ -473,5 +477,7 @@ class TPE(Searcher):
     def multivariate(self) -> bool: ...
     @property
     def n_startup_trials(self) -> int: ...
+    @property
+    def n_refine_candidates(self) -> int: ...
     @property
     def n_ei_candidates(self) -> int: ...

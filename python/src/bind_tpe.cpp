@@ -24,9 +24,11 @@ std::shared_ptr<TPE> build_tpe(const nlohmann::json& j) {
 
 
 constexpr const char* kDoc =
-    "Tree-structured Parzen Estimator (Bergstra et al., NeurIPS 2011; Watanabe 2023), defaults as Optuna 4.x "
+    "Tree-structured Parzen Estimator (Bergstra et al., NeurIPS 2011; Watanabe 2023), defaults as Optuna's "
     "TPESampler: n_startup_trials 10, n_ei_candidates 24, gamma(n) = min(ceil(0.1 n), 25), prior_weight 1, "
-    "magic clip, recency weights. multivariate=True models parameters jointly (group-decomposed on "
+    "magic clip, recency weights; plus kubetune's candidate refinement for multivariate=True (n_refine_candidates "
+    "more candidates drawn around the best one with refine_scale times its kernel's widths; TPE.optuna() turns it "
+    "off). multivariate=True models parameters jointly (group-decomposed on "
     "conditional spaces). Running trials are constant liars, so batch asks are distinct; failed trials are "
     "ignored; pruned trials rank by their last intermediate value. TPE.hyperopt() gives hyperopt's preset, "
     "TPE.from_katib(settings) accepts Katib's algorithmSettings.";
@@ -84,7 +86,8 @@ void bind_tpe(py::module_& m) {
       py::arg("tpe"), py::arg("study"),
       "The l(x) / g(x) models the next ask of `tpe` would fit on `study`'s history, one dict per group.");
   py::class_<TPE, Searcher, std::shared_ptr<TPE>>(m, "TPE", kDoc)
-      .def(py::init([](std::size_t n_startup_trials, std::size_t n_ei_candidates, double gamma,
+      .def(py::init([](std::size_t n_startup_trials, std::size_t n_ei_candidates, std::size_t n_refine_candidates,
+                       double refine_scale, double gamma,
                        const std::string& gamma_rule, std::size_t gamma_max, double prior_weight,
                        bool consider_magic_clip, bool consider_endpoints, std::size_t n_flat_weights,
                        bool multivariate, const std::string& bandwidth, bool group, bool constant_liar,
@@ -92,6 +95,8 @@ void bind_tpe(py::module_& m) {
              nlohmann::json j = {{"type", "tpe"},
                                  {"n_startup_trials", n_startup_trials},
                                  {"n_ei_candidates", n_ei_candidates},
+                                 {"n_refine_candidates", n_refine_candidates},
+                                 {"refine_scale", refine_scale},
                                  {"gamma", gamma},
                                  {"gamma_rule", gamma_rule},
                                  {"gamma_max", gamma_max},
@@ -108,11 +113,21 @@ void bind_tpe(py::module_& m) {
              return build_tpe(j);
            }),
            py::kw_only(), py::arg("n_startup_trials") = 10, py::arg("n_ei_candidates") = 24,
+           py::arg("n_refine_candidates") = 12, py::arg("refine_scale") = 0.5,
            py::arg("gamma") = 0.1, py::arg("gamma_rule") = "linear", py::arg("gamma_max") = 25,
            py::arg("prior_weight") = 1.0, py::arg("consider_magic_clip") = true,
            py::arg("consider_endpoints") = false, py::arg("n_flat_weights") = 25, py::arg("multivariate") = false,
            py::arg("bandwidth") = "neighbour", py::arg("group") = true, py::arg("constant_liar") = true, py::arg("random_state") = py::none(),
            py::arg("n_threads") = 1)
+      .def_static(
+          "optuna",
+          [](py::kwargs overrides) {
+            nlohmann::json j = py_to_json(overrides);
+            j["preset"] = "optuna";
+            return build_tpe(j);
+          },
+          "Optuna's TPESampler algorithm: the defaults without candidate refinement (n_refine_candidates=0); "
+          "keyword arguments override single settings.")
       .def_static(
           "hyperopt",
           [](py::kwargs overrides) {
@@ -136,7 +151,8 @@ void bind_tpe(py::module_& m) {
            "How many of n finished trials form the 'good' density l(x).")
       .def_property_readonly("multivariate", [](const TPE& t) { return t.settings().multivariate; })
       .def_property_readonly("n_startup_trials", [](const TPE& t) { return t.settings().n_startup_trials; })
-      .def_property_readonly("n_ei_candidates", [](const TPE& t) { return t.settings().n_ei_candidates; });
+      .def_property_readonly("n_ei_candidates", [](const TPE& t) { return t.settings().n_ei_candidates; })
+      .def_property_readonly("n_refine_candidates", [](const TPE& t) { return t.settings().n_refine_candidates; });
 }
 
 }  // namespace kubetune::python

@@ -35,6 +35,10 @@ def test_defaults_are_optunas():
     h = kt.TPE.hyperopt()
     assert h.n_startup_trials == 20
     assert h.n_below(100) == 3  # ceil(0.25 * sqrt(100))
+    # kubetune's candidate refinement (multivariate): on by default, off in the Optuna and hyperopt presets.
+    assert (t.n_refine_candidates, c["refine_scale"]) == (12, 0.5)
+    assert kt.TPE.optuna().n_refine_candidates == 0 and h.n_refine_candidates == 0
+    assert kt.TPE.optuna(multivariate=True).config()["multivariate"] is True
 
 
 def test_katib_settings_and_round_trip():
@@ -52,7 +56,8 @@ def test_katib_settings_and_round_trip():
 @pytest.mark.parametrize("settings,needle", [({"n_startup_trial": 3}, "n_startup_trial"),
                                              ({"gamma": "abc"}, "gamma"),
                                              ({"prior_weight": 0}, "prior_weight"),
-                                             ({"n_ei_candidates": 0}, "n_ei_candidates")])
+                                             ({"n_ei_candidates": 0}, "n_ei_candidates"),
+                                             ({"refine_scale": "-1"}, "refine_scale")])
 def test_bad_settings_raise_value_error_naming_the_key(settings, needle):
     with pytest.raises(ValueError, match=needle):
         kt.TPE.from_katib(settings)
@@ -66,6 +71,10 @@ def test_bad_keyword_raises():
     with pytest.raises(TypeError):
         kt.TPE(10)  # keyword-only
     assert kt.TPE(multivariate=True, bandwidth="scott").config()["bandwidth"] == "scott"
+    with pytest.raises(ValueError, match="refine_scale"):
+        kt.TPE(refine_scale=0.0)
+    with pytest.raises(TypeError):
+        kt.TPE(n_refine_candidates=-1)  # not a count
 
 
 def test_beats_random_on_branin():

@@ -87,8 +87,14 @@ class ParzenEstimator {
   const double* mus(std::size_t d) const noexcept { return mu_.data() + d * k_; }
   const double* sigmas(std::size_t d) const noexcept { return sigma_.data() + d * k_; }
 
-  /// Draw m points (row-major m x n_dims()) from the mixture.
-  void sample(Rng& rng, std::size_t m, double* out) const;
+  /// Draw m points (row-major m x n_dims()) from the mixture; `kernels` (optional, m entries) receives the
+  /// kernel each point was drawn from (an index for mus() / sigmas()).
+  void sample(Rng& rng, std::size_t m, double* out, std::size_t* kernels = nullptr) const;
+  /// Draw m points (row-major) around `centre`: each non-categorical dimension from a normal centred there
+  /// with `scale` times kernel `kernel`'s width, truncated to the support (discrete ones snapped to the grid as
+  /// in sample()); categorical dimensions keep the centre's choice. TPE's candidate refinement.
+  void sample_near(Rng& rng, const double* centre, std::size_t kernel, double scale, std::size_t m,
+                   double* out) const;
   /// Log density (Continuous dimensions) / log mass (Discrete, Categorical) of m row-major points.
   /// Work is split over up to n_threads threads when large (<= 0: all hardware threads), except for the
   /// windowed evaluation of joint estimators with >= 64 observations (one thread); results do not depend on
@@ -170,5 +176,8 @@ double log_normal_cdf_diff(double a, double b) noexcept;
 double normal_quantile(double p) noexcept;
 /// Draw from N(mu, sigma^2) truncated to [low, high] by inversion.
 double sample_truncated_normal(Rng& rng, double mu, double sigma, double low, double high) noexcept;
+/// The same distribution, cheaper when mu lies in [low, high] (kernel centres, TPE's draws): normal draws
+/// redrawn until inside (at most 32, then inversion). Its own random stream.
+double sample_truncated_normal_near(Rng& rng, double mu, double sigma, double low, double high) noexcept;
 
 }  // namespace kubetune::search

@@ -15,7 +15,9 @@ namespace kubetune::search {
 
 using ParzenBandwidth = ParzenOptions::Bandwidth;
 
-/// TPE settings. Defaults are Optuna 4.x TPESampler's; `hyperopt()` gives hyperopt's (tpe.suggest).
+/// TPE settings. Defaults are Optuna's TPESampler settings plus kubetune's candidate refinement
+/// (n_refine_candidates); `optuna()` turns the refinement off (Optuna's algorithm exactly), `hyperopt()` gives
+/// hyperopt's (tpe.suggest).
 struct TPEConfig {
   /// How many "good" observations l(x) is fitted on, out of n finished (complete + pruned) trials.
   enum class GammaRule {
@@ -24,6 +26,13 @@ struct TPEConfig {
   };
   std::size_t n_startup_trials = 10;  ///< random draws from the priors before the model starts
   std::size_t n_ei_candidates = 24;   ///< candidates drawn from l(x) and ranked by l(x) / g(x)
+  /// Candidate refinement of joint models (kubetune; multivariate only, univariate asks ignore it; 0 = off, as
+  /// Optuna and hyperopt): this many more candidates drawn around the best of the n_ei_candidates, from a
+  /// normal with refine_scale times the widths of the l(x) kernel that candidate came from (categorical values
+  /// kept), ranked by the same ratio; the best of all is proposed. A stronger maximisation of l(x) / g(x):
+  /// see docs/tpe.md for what it buys and costs.
+  std::size_t n_refine_candidates = 12;
+  double refine_scale = 0.5;
   GammaRule gamma_rule = GammaRule::Linear;
   double gamma = 0.1;
   std::size_t gamma_max = 25;
@@ -50,8 +59,9 @@ struct TPEConfig {
   /// Threads for candidate scoring (<= 0: hardware threads); results do not depend on it.
   int n_threads = 1;
 
-  static TPEConfig optuna() { return {}; }
-  /// hyperopt preset: gamma 0.25 * sqrt(n) (cap 25), 20 startup trials, 24 candidates, prior weight 1.
+  /// Optuna's TPESampler: the defaults without candidate refinement.
+  static TPEConfig optuna();
+  /// hyperopt preset: gamma 0.25 * sqrt(n) (cap 25), 20 startup trials, 24 candidates, prior weight 1, no refinement.
   static TPEConfig hyperopt();
   /// Number of "below" observations for n finished trials.
   std::size_t n_below(std::size_t n) const;
@@ -92,12 +102,14 @@ struct TPEWorkspace;
 /// Tree-structured Parzen Estimator. Bergstra, Bardenet, Bengio & Kégl, "Algorithms for Hyper-Parameter
 /// Optimization", NeurIPS 2011 (univariate TPE); Falkner, Klein & Hutter, "BOHB", ICML 2018 (multivariate
 /// kernel); Watanabe, "Tree-Structured Parzen Estimator: Understanding Its Algorithm Components and Their
-/// Roles for Better Empirical Performance", 2023. Defaults as in Optuna 4.x TPESampler.
+/// Roles for Better Empirical Performance", 2023. Defaults as in Optuna's TPESampler, plus candidate refinement.
 ///
 /// - Finished trials are split: the best n_below(n) complete ones form l(x) — topped up with pruned
 ///   ones ranked by deepest step, then last intermediate value (Optuna's rule) — and the rest form g(x).
 ///   Failed trials are ignored; running / enqueued ones are constant liars in g(x).
-/// - Each ask draws n_ei_candidates from l(x) and keeps the one with the largest log l(x) - log g(x).
+/// - Each ask draws n_ei_candidates from l(x) and keeps the one with the largest log l(x) - log g(x); with
+///   multivariate and n_refine_candidates > 0 it then draws that many around the winner (narrower kernel) and
+///   keeps the best.
 /// - Log-scaled parameters are modelled in log space, int / stepped ones as discrete (bin masses),
 ///   ordered lists by index, categories with smoothed indicator kernels; the prior kernel follows the
 ///   space's prior (Normal / LogNormal mu, sigma).

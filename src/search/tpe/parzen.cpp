@@ -643,6 +643,18 @@ double sample_truncated_normal(Rng& rng, double mu, double sigma, double low, do
   return std::clamp(mu + sigma * z, low, high);
 }
 
+double sample_truncated_normal_near(Rng& rng, double mu, double sigma, double low, double high) noexcept {
+  if (mu >= low && mu <= high) {
+    // Redraw a normal until it falls inside: with the centre in [low, high] at least about half the draws
+    // are accepted (each with two uniforms, a log and a square root; no bound CDFs or quantile).
+    for (int t = 0; t < 32; ++t) {
+      const double z = mu + sigma * rng.normal();
+      if (z >= low && z <= high) return z;
+    }
+  }
+  return sample_truncated_normal(rng, mu, sigma, low, high);
+}
+
 // ------------------------------------------------------------------------------------------ fit
 void ParzenEstimator::fit_presorted(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n,
                                     const double* weights, const ParzenOptions& opt, const std::size_t* order,
@@ -1518,7 +1530,15 @@ void ParzenEstimator::resolve_log_z(std::size_t k) const {
 }
 
 // ------------------------------------------------------------------------------------------ sample
-void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out) const {
+namespace {
+// A draw on a Discrete dimension's padded support, snapped to its grid.
+double snap_to_grid(const ParzenDim& pd, double t) {
+  const double last = std::round((pd.high - pd.low) / pd.step);
+  return pd.low + std::clamp(std::round((t - pd.low) / pd.step), 0.0, last) * pd.step;
+}
+}  // namespace
+
+void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out, std::size_t* kernels) const {
   KT_CHECK(k_ > 0, StateError, "parzen: sample() before fit()");
   if (!cum_valid_) build_cum_weights();
   const std::size_t D = dims_.size();
@@ -1528,21 +1548,19 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out) const {
     std::size_t k = static_cast<std::size_t>(std::upper_bound(cum_w_.begin(), cum_w_.end(), u) - cum_w_.begin());
     if (k >= k_) k = k_ - 1;
     if (win_ && k < n) k = sample_pos_[k];  // cum_w_ is in input order
+    if (kernels) kernels[r] = k;
     for (std::size_t d = 0; d < D; ++d) {
       const ParzenDim& pd = dims_[d];
       double mu = mu_[d * k_ + k], sg = sigma_[d * k_ + k];
       double v;
       switch (pd.kind) {
         case ParzenDim::Kind::Continuous:
-          v = sample_truncated_normal(rng, mu, sg, pd.low, pd.high);
+          v = sample_truncated_normal_near(rng, mu, sg, pd.low, pd.high);
           break;
-        case ParzenDim::Kind::Discrete: {
-          double t = sample_truncated_normal(rng, mu, sg, pd.low - 0.5 * pd.step, pd.high + 0.5 * pd.step);
-          double last = std::round((pd.high - pd.low) / pd.step);
-          double j = std::clamp(std::round((t - pd.low) / pd.step), 0.0, last);
-          v = pd.low + j * pd.step;
+        case ParzenDim::Kind::Discrete:
+          v = snap_to_grid(pd, sample_truncated_normal_near(rng, mu, sg, pd.low - 0.5 * pd.step,
+                                                            pd.high + 0.5 * pd.step));
           break;
-        }
         default: {
           const double C = static_cast<double>(pd.n_choices);
           if (k == n) {
@@ -1554,6 +1572,27 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out) const {
           }
           break;
         }
+      }
+      out[r * D + d] = v;
+    }
+  }
+}
+
+void ParzenEstimator::sample_near(Rng& rng, const double* centre, std::size_t kernel, double scale, std::size_t m,
+                                  double* out) const {
+  KT_CHECK(k_ > 0, StateError, "parzen: sample_near() before fit()");
+  KT_CHECK(kernel < k_, InvalidArgument, "parzen: kernel ", kernel, " out of range (", k_, " kernels)");
+  KT_CHECK(std::isfinite(scale) && scale > 0.0, InvalidArgument, "parzen: scale = ", scale, " must be > 0");
+  const std::size_t D = dims_.size();
+  for (std::size_t r = 0; r < m; ++r) {
+    for (std::size_t d = 0; d < D; ++d) {
+      const ParzenDim& pd = dims_[d];
+      const double c = centre[d], sg = scale * sigma_[d * k_ + kernel];
+      double v = c;
+      if (pd.kind == ParzenDim::Kind::Continuous) {
+        v = sample_truncated_normal_near(rng, c, sg, pd.low, pd.high);
+      } else if (pd.kind == ParzenDim::Kind::Discrete) {
+        v = snap_to_grid(pd, sample_truncated_normal_near(rng, c, sg, pd.low - 0.5 * pd.step, pd.high + 0.5 * pd.step));
       }
       out[r * D + d] = v;
     }

@@ -75,8 +75,15 @@ std::uint64_t hash_point(const std::vector<double>& x) {
 }  // namespace
 
 // ------------------------------------------------------------------ config
+TPEConfig TPEConfig::optuna() {
+  TPEConfig c;
+  c.n_refine_candidates = 0;
+  return c;
+}
+
 TPEConfig TPEConfig::hyperopt() {
   TPEConfig c;
+  c.n_refine_candidates = 0;
   c.n_startup_trials = 20;
   c.n_ei_candidates = 24;
   c.gamma_rule = GammaRule::Sqrt;
@@ -95,6 +102,8 @@ std::size_t TPEConfig::n_below(std::size_t n) const {
 void TPEConfig::validate() const {
   KT_CHECK(n_ei_candidates >= 1, InvalidArgument, "tpe: n_ei_candidates = ", n_ei_candidates, " must be >= 1");
   KT_CHECK(std::isfinite(gamma) && gamma > 0.0, InvalidArgument, "tpe: gamma = ", gamma, " must be > 0");
+  KT_CHECK(std::isfinite(refine_scale) && refine_scale > 0.0, InvalidArgument, "tpe: refine_scale = ", refine_scale,
+           " must be > 0");
   KT_CHECK(gamma_max >= 1, InvalidArgument, "tpe: gamma_max = ", gamma_max, " must be >= 1");
   KT_CHECK(std::isfinite(prior_weight) && prior_weight > 0.0, InvalidArgument, "tpe: prior_weight = ",
            prior_weight, " must be > 0");
@@ -105,6 +114,8 @@ nlohmann::json TPEConfig::to_json() const {
   j["type"] = "tpe";
   j["n_startup_trials"] = n_startup_trials;
   j["n_ei_candidates"] = n_ei_candidates;
+  j["n_refine_candidates"] = n_refine_candidates;
+  j["refine_scale"] = refine_scale;
   j["gamma_rule"] = gamma_rule == GammaRule::Linear ? "linear" : "sqrt";
   j["gamma"] = gamma;
   j["gamma_max"] = gamma_max;
@@ -130,6 +141,7 @@ TPEConfig TPEConfig::from_json(const nlohmann::json& j) {
     if (p == "hyperopt") {
       c = hyperopt();
     } else {
+      c = optuna();
       KT_CHECK(p == "optuna", InvalidArgument, "tpe: setting 'preset' = \"", p,
                "\" is unknown (expected \"optuna\" or \"hyperopt\")");
     }
@@ -142,6 +154,10 @@ TPEConfig TPEConfig::from_json(const nlohmann::json& j) {
       c.n_startup_trials = as_count(v, k);
     } else if (k == "n_ei_candidates" || k == "n_EI_candidates") {
       c.n_ei_candidates = as_count(v, k);
+    } else if (k == "n_refine_candidates") {
+      c.n_refine_candidates = as_count(v, k);
+    } else if (k == "refine_scale") {
+      c.refine_scale = as_number(v, k);
     } else if (k == "gamma") {
       c.gamma = as_number(v, k);
     } else if (k == "gamma_rule") {
@@ -186,9 +202,9 @@ TPEConfig TPEConfig::from_json(const nlohmann::json& j) {
       c.n_threads = static_cast<int>(d);
     } else {
       KT_THROW(InvalidArgument, "tpe: unknown setting '", k,
-               "' (known: n_startup_trials, n_ei_candidates, gamma, gamma_rule, gamma_max, prior_weight, "
-               "consider_magic_clip, consider_endpoints, n_flat_weights, multivariate, bandwidth, group, constant_liar, "
-               "random_state, n_threads, preset)");
+               "' (known: n_startup_trials, n_ei_candidates, n_refine_candidates, refine_scale, gamma, gamma_rule, "
+               "gamma_max, prior_weight, consider_magic_clip, consider_endpoints, n_flat_weights, multivariate, "
+               "bandwidth, group, constant_liar, random_state, n_threads, preset)");
     }
   }
   c.validate();
@@ -243,6 +259,8 @@ struct TPEWorkspace {
   };
   std::vector<Scratch> scr;
   std::vector<double> cand, lb, la;
+  std::vector<std::size_t> kid;      // kernel of l(x) each candidate was drawn from
+  std::vector<double> loc, lb2, la2;  // refinement candidates and their log l / log g
   // History copies kept across asks (pure memoisation: verified against ctx.trials on every ask, rows from
   // the first differing trial on are rebuilt). hist: row-major bits of each trial's x (NaN row where the
   // trial is malformed); xt: parameter-major copy, column p at xt[p * xt_cap + i] (NaN where inactive).
@@ -905,29 +923,38 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       ws.above_version[gi] = ws.n_batch;
     }
   };
-  // Keep the candidate with the largest log l(x) - log g(x) (first on ties).
-  auto choose = [&](std::size_t gi, const double* cand, const double* lb, const double* la, std::vector<double>& x) {
-    const detail::Group& g = ws.groups[gi];
-    const std::size_t dg = g.params.size();
+  // Index of the candidate with the largest log l(x) - log g(x) among cnt (first on ties); its score in `score`.
+  auto best_of = [](const double* lb, const double* la, std::size_t cnt, double& score) {
     std::size_t best = 0;
-    double best_score = -kInf;
-    for (std::size_t c = 0; c < m; ++c) {
+    score = -kInf;
+    for (std::size_t c = 0; c < cnt; ++c) {
       double sc = lb[c] - la[c];
       if (std::isnan(sc)) sc = la[c] == -kInf ? kInf : -kInf;
-      if (sc > best_score) {
-        best_score = sc;
+      if (sc > score) {
+        score = sc;
         best = c;
       }
     }
-    for (std::size_t q = 0; q < dg; ++q) {
+    return best;
+  };
+  // Refinement of joint models (multivariate; univariate asks measured worse with it): R more candidates drawn
+  // around the best of the m, with refine_scale times the widths of the l(x) kernel it came from, scored by
+  // the same ratio.
+  const std::size_t R = cfg_.multivariate ? cfg_.n_refine_candidates : 0;
+  // Writes group gi's chosen point (model coordinates) into x.
+  auto put = [&](std::size_t gi, const double* win, std::vector<double>& x) {
+    const detail::Group& g = ws.groups[gi];
+    for (std::size_t q = 0; q < g.params.size(); ++q) {
       std::size_t p = g.params[q];
-      x[p] = from_model(space, ws.pm[p], p, cand[best * dg + q]);
+      x[p] = from_model(space, ws.pm[p], p, win[q]);
     }
   };
 
   for (std::size_t j = 0; j < n; ++j) {
     if (card != 0 && ws.seen.size() >= card) break;
     std::vector<double> x(D, kNaN);
+    // Refinement draws come from their own stream, seeded from the main one once per point.
+    Rng ref_rng(R > 0 ? rng.next_u64() : 0);
     if (nt > 1) {
       // Univariate, unconditional: every group is active and one-dimensional. Fit in parallel, draw in
       // group order (the same stream as the sequential loop), score in parallel, then choose.
@@ -968,8 +995,11 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
         ws.est_below[static_cast<std::size_t>(gi)].log_pdf(ws.cand.data() + o, m, ws.lb.data() + o, 1);
         ws.est_above[static_cast<std::size_t>(gi)].log_pdf(ws.cand.data() + o, m, ws.la.data() + o, 1);
       }
-      for (std::size_t gi = 0; gi < G; ++gi)
-        choose(gi, ws.cand.data() + gi * m, ws.lb.data() + gi * m, ws.la.data() + gi * m, x);
+      for (std::size_t gi = 0; gi < G; ++gi) {
+        double score;
+        const std::size_t o = gi * m;
+        put(gi, ws.cand.data() + o + best_of(ws.lb.data() + o, ws.la.data() + o, m, score), x);
+      }
     }
     for (std::size_t gi = 0; nt == 1 && gi < ws.groups.size(); ++gi) {
       const detail::Group& g = ws.groups[gi];
@@ -977,12 +1007,27 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       const std::size_t dg = g.params.size();
       fit_group(ws.scr[0], gi);
       ws.cand.resize(m * dg);
+      ws.kid.resize(m);
       ws.lb.resize(m);
       ws.la.resize(m);
-      ws.est_below[gi].sample(rng, m, ws.cand.data());
+      ws.est_below[gi].sample(rng, m, ws.cand.data(), ws.kid.data());
       ws.est_below[gi].log_pdf(ws.cand.data(), m, ws.lb.data(), cfg_.n_threads);
       ws.est_above[gi].log_pdf(ws.cand.data(), m, ws.la.data(), cfg_.n_threads);
-      choose(gi, ws.cand.data(), ws.lb.data(), ws.la.data(), x);
+      double score;
+      const std::size_t best = best_of(ws.lb.data(), ws.la.data(), m, score);
+      const double* win = ws.cand.data() + best * dg;
+      if (R > 0) {
+        ws.loc.resize(R * dg);
+        ws.lb2.resize(R);
+        ws.la2.resize(R);
+        ws.est_below[gi].sample_near(ref_rng, win, ws.kid[best], cfg_.refine_scale, R, ws.loc.data());
+        ws.est_below[gi].log_pdf(ws.loc.data(), R, ws.lb2.data(), cfg_.n_threads);
+        ws.est_above[gi].log_pdf(ws.loc.data(), R, ws.la2.data(), cfg_.n_threads);
+        double s2;
+        const std::size_t b2 = best_of(ws.lb2.data(), ws.la2.data(), R, s2);
+        if (s2 > score) win = ws.loc.data() + b2 * dg;
+      }
+      put(gi, win, x);
     }
     space.apply_conditions(x);
     if (ws.dedupe) {

@@ -240,6 +240,64 @@ TEST(Parzen, SamplesFollowTheDensity) {
   }
 }
 
+TEST(Parzen, SampleReportsKernelsAndSampleNearDrawsAroundACentre) {
+  // Joint continuous x discrete x categorical estimator on 6 observations.
+  const std::vector<ParzenDim> dims = {ParzenDim::continuous(0.0, 10.0), ParzenDim::discrete(0.0, 20.0, 2.0),
+                                       ParzenDim::categorical(3)};
+  std::vector<double> obs = {1, 0, 0, 2.5, 4, 1, 5, 10, 2, 6, 12, 1, 8.5, 18, 0, 9, 20, 2};
+  std::vector<double> w = {1, 2, 1, 3, 1, 1};
+  ParzenEstimator e;
+  e.fit(dims, obs.data(), 6, w.data(), {});
+  const std::size_t m = 60000, K = e.n_kernels();
+  // The kernel indices: same stream as sample() without them, frequencies follow the weights.
+  std::vector<double> xs(m * 3), ys(m * 3);
+  std::vector<std::size_t> ks(m);
+  Rng r1(11), r2(11);
+  e.sample(r1, m, xs.data(), ks.data());
+  e.sample(r2, m, ys.data());
+  ASSERT_EQ(xs, ys);
+  std::vector<double> cnt(K, 0.0);
+  for (std::size_t k : ks) {
+    ASSERT_LT(k, K);
+    cnt[k] += 1.0;
+  }
+  for (std::size_t k = 0; k < K; ++k) {
+    const double p = e.weights()[k];  // kernels of a joint estimator this small stay in input order
+    EXPECT_NEAR(cnt[k] / m, p, 5 * std::sqrt(p * (1 - p) / m)) << "kernel " << k;
+  }
+  // A categorical value drawn from an observation kernel is mostly that kernel's centre.
+  std::size_t hit = 0, n0 = 0;
+  for (std::size_t r = 0; r < m; ++r)
+    if (ks[r] == 3) ++n0, hit += xs[r * 3 + 2] == e.mus(2)[3];
+  EXPECT_NEAR(static_cast<double>(hit) / n0, 0.8, 0.03);  // (1 + a) / (1 + 3 a), a = 1 / 7 (smoothing)
+
+  // sample_near: normal around the centre with scale x the kernel's widths, truncated / snapped as sample().
+  const double centre[3] = {5.0, 10.0, 1.0};
+  const std::size_t k = 2;
+  const double scale = 0.4, sd0 = scale * e.sigmas(0)[k], sd1 = scale * e.sigmas(1)[k];
+  ASSERT_LT(4 * sd0, 5.0);  // far from the bounds: the truncation is negligible
+  Rng r3(12);
+  e.sample_near(r3, centre, k, scale, m, xs.data());
+  double s0 = 0, q0 = 0, s1 = 0;
+  for (std::size_t r = 0; r < m; ++r) {
+    const double a = xs[r * 3], b = xs[r * 3 + 1];
+    ASSERT_GE(a, 0.0);
+    ASSERT_LE(a, 10.0);
+    ASSERT_GE(b, 0.0);
+    ASSERT_LE(b, 20.0);
+    ASSERT_EQ(b, 2.0 * std::round(b / 2.0));  // on the grid
+    ASSERT_EQ(xs[r * 3 + 2], 1.0);            // categorical kept
+    s0 += a, q0 += (a - 5.0) * (a - 5.0), s1 += b;
+  }
+  EXPECT_NEAR(s0 / m, 5.0, 5 * sd0 / std::sqrt(m));
+  EXPECT_NEAR(std::sqrt(q0 / m), sd0, 0.02 * sd0);
+  EXPECT_NEAR(s1 / m, 10.0, 5 * std::sqrt(sd1 * sd1 + 1.0) / std::sqrt(m));
+  // Bad kernel index / scale.
+  EXPECT_THROW(e.sample_near(r3, centre, K, scale, 1, xs.data()), kubetune::InvalidArgument);
+  EXPECT_THROW(e.sample_near(r3, centre, k, 0.0, 1, xs.data()), kubetune::InvalidArgument);
+  EXPECT_THROW(e.sample_near(r3, centre, k, std::nan(""), 1, xs.data()), kubetune::InvalidArgument);
+}
+
 TEST(Parzen, TruncatedNormalSamplingMean) {
   Rng rng(6);
   auto phi = [](double z) { return std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI); };
@@ -577,7 +635,8 @@ TEST(Parzen, PresortedFitIsTheSameModelAsFit) {
 }
 
 TEST(Parzen, TruncatedNormalDrawsPassKolmogorovSmirnov) {
-  // Kolmogorov-Smirnov test of sample_truncated_normal against the exact truncated normal CDF
+  // Kolmogorov-Smirnov test of sample_truncated_normal (inversion) and sample_truncated_normal_near (redrawn
+  // normals, inversion when the centre is outside) against the exact truncated normal CDF
   // F(x) = (Phi((x - mu) / s) - Phi(a)) / (Phi(b) - Phi(a)) (Phi from std::erfc), fixed seeds: bounds far away
   // (the rejection path), one bound near, both near, one tail only (mirrored inversion path).
   auto Phi = [](double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); };
@@ -589,29 +648,32 @@ TEST(Parzen, TruncatedNormalDrawsPassKolmogorovSmirnov) {
   const std::size_t m = 100000;
   const double crit = 1.95 / std::sqrt(static_cast<double>(m));  // alpha = 0.001 (a 5% scale error fails)
   int seed = 0;
-  for (const Case& c : cases) {
-    Rng rng(900 + seed++);
-    std::vector<double> v(m);
-    for (auto& x : v) {
-      x = sample_truncated_normal(rng, c.mu, c.sg, c.lo, c.hi);
-      ASSERT_GE(x, c.lo);
-      ASSERT_LE(x, c.hi);
-    }
-    std::sort(v.begin(), v.end());
-    const double pa = Phi((c.lo - c.mu) / c.sg), pb = Phi((c.hi - c.mu) / c.sg);
-    // Upper-tail cases lose precision in Phi: use the mirrored form there.
-    const bool upper = (c.lo - c.mu) / c.sg > 0.0;
-    double dmax = 0.0;
-    for (std::size_t i = 0; i < m; ++i) {
-      double f;
-      if (upper) {
-        const double qa = Phi(-(c.lo - c.mu) / c.sg), qb = Phi(-(c.hi - c.mu) / c.sg);
-        f = (qa - Phi(-(v[i] - c.mu) / c.sg)) / (qa - qb);
-      } else {
-        f = (Phi((v[i] - c.mu) / c.sg) - pa) / (pb - pa);
+  for (auto* draw : {&sample_truncated_normal, &sample_truncated_normal_near}) {
+    for (const Case& c : cases) {
+      Rng rng(900 + seed++);
+      std::vector<double> v(m);
+      for (auto& x : v) {
+        x = draw(rng, c.mu, c.sg, c.lo, c.hi);
+        ASSERT_GE(x, c.lo);
+        ASSERT_LE(x, c.hi);
       }
-      dmax = std::max({dmax, std::abs(f - static_cast<double>(i) / m), std::abs(f - static_cast<double>(i + 1) / m)});
+      std::sort(v.begin(), v.end());
+      const double pa = Phi((c.lo - c.mu) / c.sg), pb = Phi((c.hi - c.mu) / c.sg);
+      // Upper-tail cases lose precision in Phi: use the mirrored form there.
+      const bool upper = (c.lo - c.mu) / c.sg > 0.0;
+      double dmax = 0.0;
+      for (std::size_t i = 0; i < m; ++i) {
+        double f;
+        if (upper) {
+          const double qa = Phi(-(c.lo - c.mu) / c.sg), qb = Phi(-(c.hi - c.mu) / c.sg);
+          f = (qa - Phi(-(v[i] - c.mu) / c.sg)) / (qa - qb);
+        } else {
+          f = (Phi((v[i] - c.mu) / c.sg) - pa) / (pb - pa);
+        }
+        dmax = std::max({dmax, std::abs(f - static_cast<double>(i) / m), std::abs(f - static_cast<double>(i + 1) / m)});
+      }
+      EXPECT_LT(dmax, crit) << "mu=" << c.mu << " sigma=" << c.sg << " [" << c.lo << ", " << c.hi << "]"
+                            << (draw == &sample_truncated_normal ? " inversion" : " near");
     }
-    EXPECT_LT(dmax, crit) << "mu=" << c.mu << " sigma=" << c.sg << " [" << c.lo << ", " << c.hi << "]";
   }
 }

@@ -70,6 +70,11 @@ TEST(TPEConfig, DefaultsAreOptunas) {
   EXPECT_TRUE(c.consider_magic_clip);
   EXPECT_FALSE(c.consider_endpoints);
   EXPECT_FALSE(c.multivariate);
+  // kubetune's candidate refinement is on by default; the Optuna and hyperopt presets turn it off.
+  EXPECT_EQ(c.n_refine_candidates, 12u);
+  EXPECT_EQ(c.refine_scale, 0.5);
+  EXPECT_EQ(TPEConfig::optuna().n_refine_candidates, 0u);
+  EXPECT_EQ(TPEConfig::hyperopt().n_refine_candidates, 0u);
   // gamma(n) = min(ceil(0.1 n), 25), evaluated in double as Optuna does.
   EXPECT_EQ(c.n_below(0), 0u);
   EXPECT_EQ(c.n_below(1), 1u);
@@ -120,6 +125,15 @@ TEST(TPEConfig, KatibSettingsAsStringsAndRoundTrip) {
   EXPECT_EQ(hc.gamma_rule, TPEConfig::GammaRule::Sqrt);
   EXPECT_EQ(hc.n_ei_candidates, 30u);
   EXPECT_EQ(hc.n_startup_trials, 3u);
+  EXPECT_EQ(hc.n_refine_candidates, 0u);
+  // The Optuna preset without refinement, and the refinement settings by name.
+  auto o = make({{"type", "tpe"}, {"preset", "optuna"}});
+  EXPECT_EQ(dynamic_cast<TPE&>(*o).settings().n_refine_candidates, 0u);
+  auto r = make({{"type", "tpe"}, {"n_refine_candidates", "6"}, {"refine_scale", "0.25"}});
+  EXPECT_EQ(dynamic_cast<TPE&>(*r).settings().n_refine_candidates, 6u);
+  EXPECT_EQ(dynamic_cast<TPE&>(*r).settings().refine_scale, 0.25);
+  EXPECT_EQ(make(r->config())->config(), r->config());
+  EXPECT_EQ(make(o->config())->config(), o->config());
   // config() rebuilds an identical searcher.
   EXPECT_EQ(make(s->config())->config(), s->config());
   EXPECT_EQ(make(h->config())->config(), h->config());
@@ -147,6 +161,9 @@ TEST(TPEConfig, BadSettingsNameTheKey) {
   expect_msg({{"type", "tpe"}, {"n_ei_candidates", 0}}, "n_ei_candidates");
   expect_msg({{"type", "tpe"}, {"multivariate", "maybe"}}, "multivariate");
   expect_msg({{"type", "tpe"}, {"preset", "skopt"}}, "preset");
+  expect_msg({{"type", "tpe"}, {"refine_scale", 0}}, "refine_scale");
+  expect_msg({{"type", "tpe"}, {"refine_scale", "nan"}}, "refine_scale");
+  expect_msg({{"type", "tpe"}, {"n_refine_candidates", -1}}, "n_refine_candidates");
 }
 
 TEST(TPESplit, CompleteBeforePrunedAndLiarsAbove) {
@@ -231,6 +248,41 @@ TEST(TPE, BeatsRandomOnHartmann6UnivariateAndMultivariate) {
   RecordProperty("random_median_regret", std::to_string(mr));
   EXPECT_LT(mu, 0.5 * mr) << "univariate TPE " << mu << " vs random " << mr;
   EXPECT_LT(mm, 0.5 * mr) << "multivariate TPE " << mm << " vs random " << mr;
+}
+
+TEST(TPE, CandidateRefinementBeatsOptunasAcquisition) {
+  // Same model, same 24 candidates; the 12 refinement draws around the best one maximise l(x) / g(x) harder.
+  // benchmarks/tpe.md: multivariate Ackley-5d at 100 trials, seeds 100-399, median 6.74 -> 6.17; here 20 seeds.
+  // Univariate asks ignore the setting.
+  SearchSpace sp;
+  for (int i = 0; i < 5; ++i) sp.add_double("x" + std::to_string(i), -32.768, 32.768);
+  static const auto ackley = search::functions::get("ackley", 5);
+  auto f = [](const std::vector<double>& x) { return ackley.evaluate(x); };
+  TPEConfig ref, opt = TPEConfig::optuna();
+  ref.multivariate = opt.multivariate = true;
+  std::vector<double> a, b;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    a.push_back(best_after(sp, std::make_unique<TPE>(ref), +f, 100, seed));
+    b.push_back(best_after(sp, std::make_unique<TPE>(opt), +f, 100, seed));
+  }
+  TPEConfig uni_ref, uni_opt = TPEConfig::optuna();
+  Rng r1(5, 1);
+  std::vector<Trial> hist;
+  for (int i = 0; i < 40; ++i) {
+    Trial t;
+    t.id = i;
+    t.x = sp.sample(r1);
+    t.values = {f(t.x)};
+    t.state = TrialState::Complete;
+    hist.push_back(t);
+  }
+  std::vector<Direction> dir = {Direction::Minimize};
+  Rng q1(8), q2(8);
+  EXPECT_EQ(TPE(uni_ref).ask(SearchContext{sp, hist, dir, q1}, 2)[1].x,
+            TPE(uni_opt).ask(SearchContext{sp, hist, dir, q2}, 2)[1].x);
+  RecordProperty("refined_median", std::to_string(median(a)));
+  RecordProperty("optuna_median", std::to_string(median(b)));
+  EXPECT_LT(median(a), median(b)) << "refined " << median(a) << " vs Optuna's acquisition " << median(b);
 }
 
 TEST(TPE, BatchOfEightIsDistinct) {
