@@ -16,9 +16,11 @@ from tpe_vs_peers import FUNCTIONS
 VARIANTS = {  # name -> TPE kwargs (all keep the Optuna defaults for startup, candidates, gamma, prior weight)
     "default": {},
     "optuna": {"n_refine_candidates": 0},  # Optuna's algorithm (kt.TPE.optuna())
+    "refine6": {"n_refine_candidates": 6},
     "refine8": {"n_refine_candidates": 8},
-    "refine12": {"n_refine_candidates": 12},
-    "scale25": {"refine_scale": 0.25},
+    "refine24": {"n_refine_candidates": 24},
+    "scale12": {"refine_scale": 0.125},
+    "scale50": {"refine_scale": 0.5},
     "scale100": {"refine_scale": 1.0},
     "endpoints": {"consider_endpoints": True},
     "noclip": {"consider_magic_clip": False},

@@ -113,7 +113,7 @@ void bind_tpe(py::module_& m) {
              return build_tpe(j);
            }),
            py::kw_only(), py::arg("n_startup_trials") = 10, py::arg("n_ei_candidates") = 24,
-           py::arg("n_refine_candidates") = 12, py::arg("refine_scale") = 0.5,
+           py::arg("n_refine_candidates") = 12, py::arg("refine_scale") = 0.25,
            py::arg("gamma") = 0.1, py::arg("gamma_rule") = "linear", py::arg("gamma_max") = 25,
            py::arg("prior_weight") = 1.0, py::arg("consider_magic_clip") = true,
            py::arg("consider_endpoints") = false, py::arg("n_flat_weights") = 25, py::arg("multivariate") = false,

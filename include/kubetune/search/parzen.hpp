@@ -176,6 +176,8 @@ double log_normal_cdf_diff(double a, double b) noexcept;
 double normal_quantile(double p) noexcept;
 /// Draw from N(mu, sigma^2) truncated to [low, high] by inversion.
 double sample_truncated_normal(Rng& rng, double mu, double sigma, double low, double high) noexcept;
+/// A standard normal by the ziggurat method (Marsaglia & Tsang 2000; 128 layers): about one 64-bit draw each.
+double standard_normal(Rng& rng) noexcept;
 /// The same distribution, cheaper when mu lies in [low, high] (kernel centres, TPE's draws): normal draws
 /// redrawn until inside (at most 32, then inversion). Its own random stream.
 double sample_truncated_normal_near(Rng& rng, double mu, double sigma, double low, double high) noexcept;

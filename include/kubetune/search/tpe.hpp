@@ -32,7 +32,7 @@ struct TPEConfig {
   /// kept), ranked by the same ratio; the best of all is proposed. A stronger maximisation of l(x) / g(x):
   /// see docs/tpe.md for what it buys and costs.
   std::size_t n_refine_candidates = 12;
-  double refine_scale = 0.5;
+  double refine_scale = 0.25;
   GammaRule gamma_rule = GammaRule::Linear;
   double gamma = 0.1;
   std::size_t gamma_max = 25;

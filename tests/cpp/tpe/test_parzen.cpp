@@ -634,6 +634,37 @@ TEST(Parzen, PresortedFitIsTheSameModelAsFit) {
                kubetune::InvalidArgument);
 }
 
+TEST(Parzen, ZigguratNormalMatchesTheNormalDistribution) {
+  // 2,000,000 draws: Kolmogorov-Smirnov against Phi (alpha = 0.001), mean, variance, and both tails beyond
+  // r = 3.44 (the ziggurat's tail algorithm) and 2 sigma, against the exact probabilities.
+  auto Phi = [](double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); };
+  Rng rng(77);
+  const std::size_t m = 2000000;
+  std::vector<double> v(m);
+  double s = 0, q = 0;
+  for (auto& z : v) {
+    z = standard_normal(rng);
+    s += z, q += z * z;
+  }
+  EXPECT_NEAR(s / m, 0.0, 5.0 / std::sqrt(m));
+  EXPECT_NEAR(q / m, 1.0, 5.0 * std::sqrt(2.0 / m));
+  for (double t : {2.0, 3.6, 4.5}) {
+    const double p = Phi(-t);
+    const double sd = std::sqrt(p * (1 - p) / m);
+    const double up = static_cast<double>(std::count_if(v.begin(), v.end(), [t](double z) { return z > t; })) / m;
+    const double dn = static_cast<double>(std::count_if(v.begin(), v.end(), [t](double z) { return z < -t; })) / m;
+    EXPECT_NEAR(up, p, 5 * sd) << "P(z > " << t << ")";
+    EXPECT_NEAR(dn, p, 5 * sd) << "P(z < -" << t << ")";
+  }
+  std::sort(v.begin(), v.end());
+  double dmax = 0.0;
+  for (std::size_t i = 0; i < m; i += 7) {
+    const double f = Phi(v[i]);
+    dmax = std::max({dmax, std::abs(f - static_cast<double>(i) / m), std::abs(f - static_cast<double>(i + 1) / m)});
+  }
+  EXPECT_LT(dmax, 1.95 / std::sqrt(static_cast<double>(m)));
+}
+
 TEST(Parzen, TruncatedNormalDrawsPassKolmogorovSmirnov) {
   // Kolmogorov-Smirnov test of sample_truncated_normal (inversion) and sample_truncated_normal_near (redrawn
   // normals, inversion when the centre is outside) against the exact truncated normal CDF
