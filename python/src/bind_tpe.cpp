@@ -85,6 +85,14 @@ void bind_tpe(py::module_& m) {
       },
       py::arg("tpe"), py::arg("study"),
       "The l(x) / g(x) models the next ask of `tpe` would fit on `study`'s history, one dict per group.");
+  // TPE.optuna(**overrides), TPE.hyperopt(**overrides): a preset with single settings overridden.
+  auto preset = [](std::string name) {
+    return [name](py::kwargs overrides) {
+      nlohmann::json j = py_to_json(overrides);
+      j["preset"] = name;
+      return build_tpe(j);
+    };
+  };
   py::class_<TPE, Searcher, std::shared_ptr<TPE>>(m, "TPE", kDoc)
       .def(py::init([](std::size_t n_startup_trials, std::size_t n_ei_candidates, std::size_t n_refine_candidates,
                        double refine_scale, double gamma,
@@ -120,23 +128,13 @@ void bind_tpe(py::module_& m) {
            py::arg("bandwidth") = "neighbour", py::arg("group") = true, py::arg("constant_liar") = true, py::arg("random_state") = py::none(),
            py::arg("n_threads") = 1)
       .def_static(
-          "optuna",
-          [](py::kwargs overrides) {
-            nlohmann::json j = py_to_json(overrides);
-            j["preset"] = "optuna";
-            return build_tpe(j);
-          },
+          "optuna", preset("optuna"),
           "Optuna's TPESampler algorithm: the defaults without candidate refinement (n_refine_candidates=0); "
           "keyword arguments override single settings.")
       .def_static(
-          "hyperopt",
-          [](py::kwargs overrides) {
-            nlohmann::json j = py_to_json(overrides);
-            j["preset"] = "hyperopt";
-            return build_tpe(j);
-          },
-          "hyperopt's tpe.suggest preset (gamma 0.25 * sqrt(n) capped at 25, 20 startup trials); keyword "
-          "arguments override single settings.")
+          "hyperopt", preset("hyperopt"),
+          "hyperopt's tpe.suggest preset (gamma 0.25 * sqrt(n) capped at 25, 20 startup trials, no refinement); "
+          "keyword arguments override single settings.")
       .def_static(
           "from_katib",
           [](py::handle settings, bool multivariate) {
