@@ -54,6 +54,21 @@ double median(std::vector<double> v) {
   return 0.5 * (v[(v.size() - 1) / 2] + v[v.size() / 2]);
 }
 
+// n complete trials drawn from the space's priors (stream `seed`), valued by f.
+template <class F>
+std::vector<Trial> complete_history(const SearchSpace& sp, int n, Rng gen, F f) {
+  std::vector<Trial> hist;
+  for (int i = 0; i < n; ++i) {
+    Trial t;
+    t.id = i;
+    t.x = sp.sample(gen);
+    t.state = TrialState::Complete;
+    t.values = {f(t.x)};
+    hist.push_back(t);
+  }
+  return hist;
+}
+
 // A random-search baseline drawn from the same priors (TPE with an unreachable startup count).
 std::unique_ptr<Searcher> random_like() {
   TPEConfig c;
@@ -266,16 +281,7 @@ TEST(TPE, CandidateRefinementBeatsOptunasAcquisition) {
     b.push_back(best_after(sp, std::make_unique<TPE>(opt), +f, 100, seed));
   }
   TPEConfig uni_ref, uni_opt = TPEConfig::optuna();
-  Rng r1(5, 1);
-  std::vector<Trial> hist;
-  for (int i = 0; i < 40; ++i) {
-    Trial t;
-    t.id = i;
-    t.x = sp.sample(r1);
-    t.values = {f(t.x)};
-    t.state = TrialState::Complete;
-    hist.push_back(t);
-  }
+  const std::vector<Trial> hist = complete_history(sp, 40, Rng(5, 1), f);
   std::vector<Direction> dir = {Direction::Minimize};
   Rng q1(8), q2(8);
   EXPECT_EQ(TPE(uni_ref).ask(SearchContext{sp, hist, dir, q1}, 2)[1].x,
@@ -555,16 +561,7 @@ TEST(TPE, ParallelUnivariateAskReportsBadHistoryAsAnError) {
   // An exception in a parameter fitted on a worker thread reaches the caller (as on one thread).
   SearchSpace sp;
   sp.add_double("a", -1, 1).add_double("b", -1, 1).add_double("c", -1, 1);
-  std::vector<Trial> hist;
-  Rng gen(4);
-  for (int i = 0; i < 40; ++i) {
-    Trial t;
-    t.id = i;
-    t.x = sp.sample(gen);
-    t.state = TrialState::Complete;
-    t.values = {t.x[0] * t.x[0]};
-    hist.push_back(t);
-  }
+  std::vector<Trial> hist = complete_history(sp, 40, Rng(4), [](const std::vector<double>& x) { return x[0] * x[0]; });
   hist[25].x[1] = std::numeric_limits<double>::infinity();
   std::vector<Direction> dir = {Direction::Minimize};
   for (int threads : {1, 2}) {
