@@ -1851,6 +1851,17 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
   thr_.resize(m);
   const long long mm = static_cast<long long>(m);
   // (One thread: plain loops -- an OpenMP region costs a team start even when its if() clause is false.)
+  // pass(r) for every row: on nt threads, or without an OpenMP region for one (a team costs even if unused).
+  auto for_rows = [&](auto&& pass) {
+    if (nt > 1) {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static)
+#endif
+      for (long long r = 0; r < mm; ++r) pass(r);
+    } else {
+      for (long long r = 0; r < mm; ++r) pass(r);
+    }
+  };
   auto bound_pass = [&](long long r) {
     const std::size_t o = static_cast<std::size_t>(r) * K;
     bool in = approx_range(x + static_cast<std::size_t>(r) * D, 0, K, acc_.data() + o, slo_.data() + o,
@@ -1860,14 +1871,7 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
       for (std::size_t k = 0; k < K; ++k) L = std::max(L, has_discrete_ ? acc_[o + k] - slo_[o + k] : acc_[o + k]);
     thr_[static_cast<std::size_t>(r)] = in ? L - kCut : kInf;
   };
-  if (nt > 1) {
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static)
-#endif
-    for (long long r = 0; r < mm; ++r) bound_pass(r);
-  } else {
-    for (long long r = 0; r < mm; ++r) bound_pass(r);
-  }
+  for_rows(bound_pass);
   if (any_unknown_) {
     for (std::size_t r = 0; r < m; ++r) {
       const double thr = thr_[r];
@@ -1907,14 +1911,7 @@ void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n
       if (acc[k] >= cut) sum += exp_nonpositive(acc[k] - M);
     out[ru] = M + std::log(sum);
   };
-  if (nt > 1) {
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static)
-#endif
-    for (long long r = 0; r < mm; ++r) exact_pass(r);
-  } else {
-    for (long long r = 0; r < mm; ++r) exact_pass(r);
-  }
+  for_rows(exact_pass);
 }
 
 double ParzenEstimator::log_pdf(const double* x) const {

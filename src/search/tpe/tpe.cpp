@@ -82,8 +82,7 @@ TPEConfig TPEConfig::optuna() {
 }
 
 TPEConfig TPEConfig::hyperopt() {
-  TPEConfig c;
-  c.n_refine_candidates = 0;
+  TPEConfig c = optuna();
   c.n_startup_trials = 20;
   c.n_ei_candidates = 24;
   c.gamma_rule = GammaRule::Sqrt;
@@ -1010,7 +1009,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       ws.kid.resize(m);
       ws.lb.resize(m);
       ws.la.resize(m);
-      ws.est_below[gi].sample(rng, m, ws.cand.data(), ws.kid.data());
+      ws.est_below[gi].sample(rng, m, ws.cand.data(), R > 0 ? ws.kid.data() : nullptr);
       ws.est_below[gi].log_pdf(ws.cand.data(), m, ws.lb.data(), cfg_.n_threads);
       ws.est_above[gi].log_pdf(ws.cand.data(), m, ws.la.data(), cfg_.n_threads);
       double score;
