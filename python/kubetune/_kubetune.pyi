@@ -448,7 +448,7 @@ class TPE(Searcher):
         *,
         n_startup_trials: int = 10,
         n_ei_candidates: int = 24,
-        n_refine_candidates: int = 12,
+        n_refine_candidates: int = 8,
         refine_scale: float = 0.25,
         gamma: float = 0.1,
         gamma_rule: str = "linear",

@@ -27,7 +27,7 @@ constexpr const char* kDoc =
     "Tree-structured Parzen Estimator (Bergstra et al., NeurIPS 2011; Watanabe 2023), defaults as Optuna's "
     "TPESampler: n_startup_trials 10, n_ei_candidates 24, gamma(n) = min(ceil(0.1 n), 25), prior_weight 1, "
     "magic clip, recency weights; plus kubetune's candidate refinement for multivariate=True (n_refine_candidates "
-    "more candidates drawn around the best one with refine_scale times its kernel's widths; TPE.optuna() turns it "
+    "more candidates drawn around the best trial so far with refine_scale times its kernel's widths; TPE.optuna() turns it "
     "off). multivariate=True models parameters jointly (group-decomposed on "
     "conditional spaces). Running trials are constant liars, so batch asks are distinct; failed trials are "
     "ignored; pruned trials rank by their last intermediate value. TPE.hyperopt() gives hyperopt's preset, "
@@ -121,7 +121,7 @@ void bind_tpe(py::module_& m) {
              return build_tpe(j);
            }),
            py::kw_only(), py::arg("n_startup_trials") = 10, py::arg("n_ei_candidates") = 24,
-           py::arg("n_refine_candidates") = 12, py::arg("refine_scale") = 0.25,
+           py::arg("n_refine_candidates") = 8, py::arg("refine_scale") = 0.25,
            py::arg("gamma") = 0.1, py::arg("gamma_rule") = "linear", py::arg("gamma_max") = 25,
            py::arg("prior_weight") = 1.0, py::arg("consider_magic_clip") = true,
            py::arg("consider_endpoints") = false, py::arg("n_flat_weights") = 25, py::arg("multivariate") = false,

@@ -36,7 +36,7 @@ def test_defaults_are_optunas():
     assert h.n_startup_trials == 20
     assert h.n_below(100) == 3  # ceil(0.25 * sqrt(100))
     # kubetune's candidate refinement (multivariate): on by default, off in the Optuna and hyperopt presets.
-    assert (t.n_refine_candidates, c["refine_scale"]) == (12, 0.25)
+    assert (t.n_refine_candidates, c["refine_scale"]) == (8, 0.25)
     assert kt.TPE.optuna().n_refine_candidates == 0 and h.n_refine_candidates == 0
     assert kt.TPE.optuna(multivariate=True).config()["multivariate"] is True
 

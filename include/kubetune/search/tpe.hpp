@@ -27,11 +27,12 @@ struct TPEConfig {
   std::size_t n_startup_trials = 10;  ///< random draws from the priors before the model starts
   std::size_t n_ei_candidates = 24;   ///< candidates drawn from l(x) and ranked by l(x) / g(x)
   /// Candidate refinement of joint models (kubetune; multivariate only, univariate asks ignore it; 0 = off, as
-  /// Optuna and hyperopt): this many more candidates drawn around the best of the n_ei_candidates, from a
-  /// normal with refine_scale times the widths of the l(x) kernel that candidate came from (categorical values
-  /// kept), ranked by the same ratio; the best of all is proposed. A stronger maximisation of l(x) / g(x):
-  /// see docs/tpe.md for what it buys and costs.
-  std::size_t n_refine_candidates = 12;
+  /// Optuna and hyperopt): this many more candidates drawn around the incumbent (the best trial of l(x)'s
+  /// set), from a normal with refine_scale times the widths of its l(x) kernel (categorical values kept),
+  /// ranked by the same ratio as the n_ei_candidates; the best of all is proposed. A local search of
+  /// l(x) / g(x) around the best point, as SMAC's acquisition optimiser does: see docs/tpe.md for what it
+  /// buys and costs.
+  std::size_t n_refine_candidates = 8;
   double refine_scale = 0.25;
   GammaRule gamma_rule = GammaRule::Linear;
   double gamma = 0.1;
@@ -108,8 +109,8 @@ struct TPEWorkspace;
 ///   ones ranked by deepest step, then last intermediate value (Optuna's rule) — and the rest form g(x).
 ///   Failed trials are ignored; running / enqueued ones are constant liars in g(x).
 /// - Each ask draws n_ei_candidates from l(x) and keeps the one with the largest log l(x) - log g(x); with
-///   multivariate and n_refine_candidates > 0 it then draws that many around the winner (narrower kernel) and
-///   keeps the best.
+///   multivariate and n_refine_candidates > 0 it also draws that many around the incumbent (narrower
+///   kernel) and keeps the best of all.
 /// - Log-scaled parameters are modelled in log space, int / stepped ones as discrete (bin masses),
 ///   ordered lists by index, categories with smoothed indicator kernels; the prior kernel follows the
 ///   space's prior (Normal / LogNormal mu, sigma).

@@ -258,8 +258,8 @@ struct TPEWorkspace {
   };
   std::vector<Scratch> scr;
   std::vector<double> cand, lb, la;
-  std::vector<std::size_t> kid;      // kernel of l(x) each candidate was drawn from
-  std::vector<double> loc, lb2, la2;  // refinement candidates and their log l / log g
+  std::vector<std::size_t> ranked;   // below trials, best first (refinement centres)
+  std::vector<double> loc, centre, lb2, la2;  // refinement candidates, their centre, their log l / log g
   // History copies kept across asks (pure memoisation: verified against ctx.trials on every ask, rows from
   // the first differing trial on are rebuilt). hist: row-major bits of each trial's x (NaN row where the
   // trial is malformed); xt: parameter-major copy, column p at xt[p * xt_cap + i] (NaN where inactive).
@@ -516,7 +516,8 @@ std::size_t split_history(const SearchContext& ctx, const TPEConfig& cfg,
                           std::vector<std::pair<double, std::size_t>>& complete,
                           std::vector<std::tuple<double, double, std::size_t>>& pruned,
                           std::vector<std::size_t>& below, std::vector<std::size_t>& above,
-                          std::unordered_set<std::uint64_t>* seen, std::vector<char>& mark) {
+                          std::unordered_set<std::uint64_t>* seen, std::vector<char>& mark,
+                          std::vector<std::size_t>* ranked = nullptr) {
   complete.clear();
   pruned.clear();
   below.clear();
@@ -570,6 +571,13 @@ std::size_t split_history(const SearchContext& ctx, const TPEConfig& cfg,
   for (std::size_t i = 0; i < trials.size(); ++i) {
     if (mark[i] == 1) below.push_back(i);
     else if (mark[i] == 2) above.push_back(i);
+  }
+  if (ranked) {  // the below set best first: completed trials by loss, then pruned ones by their key
+    std::sort(complete.begin(), complete.begin() + static_cast<std::ptrdiff_t>(nbc));
+    std::sort(pruned.begin(), pruned.begin() + static_cast<std::ptrdiff_t>(nbp));
+    ranked->clear();
+    for (std::size_t k = 0; k < nbc; ++k) ranked->push_back(complete[k].second);
+    for (std::size_t k = 0; k < nbp; ++k) ranked->push_back(std::get<2>(pruned[k]));
   }
   return n_fin;
 }
@@ -654,7 +662,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   ws.seen.clear();
   const std::size_t n_fin =
       split_history(ctx, cfg_, ws.complete, ws.pruned, ws.below, ws.above, ws.dedupe ? &ws.seen : nullptr,
-                    ws.member);
+                    ws.member, cfg_.multivariate && cfg_.n_refine_candidates > 0 ? &ws.ranked : nullptr);
   const std::uint64_t card = ws.cardinality;
 
   // Random draws from the priors, avoiding points already tried while unseen ones remain.
@@ -937,9 +945,29 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
     return best;
   };
   // Refinement of joint models (multivariate; univariate asks measured worse with it): R more candidates drawn
-  // around the best of the m, with refine_scale times the widths of the l(x) kernel it came from, scored by
-  // the same ratio.
+  // around the incumbent (the best trial of the below set where the group is active), with refine_scale
+  // times the widths of its l(x) kernel, scored by the same ratio; the best of all m + R is proposed.
   const std::size_t R = cfg_.multivariate ? cfg_.n_refine_candidates : 0;
+  // Group gi's incumbent in model coordinates (into ws.centre) and the l(x) kernel centred there (estimators
+  // may keep their kernels sorted, so it is found by its centre); kNoRow when no below trial has g active.
+  auto incumbent_kernel = [&](std::size_t gi) {
+    const detail::Group& g = ws.groups[gi];
+    const ParzenEstimator& eb = ws.est_below[gi];
+    const std::size_t dg = g.params.size();
+    for (const std::size_t t : ws.ranked) {
+      if (std::isnan(ws.xt[g.params[0] * XS + t])) continue;
+      ws.centre.resize(dg);
+      for (std::size_t q = 0; q < dg; ++q)
+        ws.centre[q] = to_model(ws.pm[g.params[q]], ws.xt[g.params[q] * XS + t]);
+      for (std::size_t k = 0; k + 1 < eb.n_kernels(); ++k) {  // the prior kernel is last
+        std::size_t q = 0;
+        while (q < dg && eb.mus(q)[k] == ws.centre[q]) ++q;
+        if (q == dg) return k;
+      }
+      break;
+    }
+    return kNoRow;
+  };
   // Writes group gi's chosen point (model coordinates) into x.
   auto put = [&](std::size_t gi, const double* win, std::vector<double>& x) {
     const detail::Group& g = ws.groups[gi];
@@ -1006,20 +1034,21 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       const std::size_t dg = g.params.size();
       fit_group(ws.scr[0], gi);
       ws.cand.resize(m * dg);
-      ws.kid.resize(m);
       ws.lb.resize(m);
       ws.la.resize(m);
-      ws.est_below[gi].sample(rng, m, ws.cand.data(), R > 0 ? ws.kid.data() : nullptr);
+      ws.est_below[gi].sample(rng, m, ws.cand.data());
       ws.est_below[gi].log_pdf(ws.cand.data(), m, ws.lb.data(), cfg_.n_threads);
       ws.est_above[gi].log_pdf(ws.cand.data(), m, ws.la.data(), cfg_.n_threads);
       double score;
       const std::size_t best = best_of(ws.lb.data(), ws.la.data(), m, score);
       const double* win = ws.cand.data() + best * dg;
-      if (R > 0) {
+      const std::size_t kinc = R > 0 ? incumbent_kernel(gi) : kNoRow;
+      if (kinc != kNoRow) {
+        const ParzenEstimator& eb = ws.est_below[gi];
         ws.loc.resize(R * dg);
         ws.lb2.resize(R);
         ws.la2.resize(R);
-        ws.est_below[gi].sample_near(ref_rng, win, ws.kid[best], cfg_.refine_scale, R, ws.loc.data());
+        eb.sample_near(ref_rng, ws.centre.data(), kinc, cfg_.refine_scale, R, ws.loc.data());
         ws.est_below[gi].log_pdf(ws.loc.data(), R, ws.lb2.data(), cfg_.n_threads);
         ws.est_above[gi].log_pdf(ws.loc.data(), R, ws.la2.data(), cfg_.n_threads);
         double s2;
