@@ -18,8 +18,12 @@ VARIANTS = {  # name -> TPE kwargs (all keep the Optuna defaults for startup, ca
     "optuna": {"n_refine_candidates": 0},  # Optuna's algorithm (kt.TPE.optuna())
     "refine6": {"n_refine_candidates": 6},
     "refine8": {"n_refine_candidates": 8},
+    "refine12": {"n_refine_candidates": 12},
     "refine24": {"n_refine_candidates": 24},
+    "scale10": {"refine_scale": 0.1},
     "scale12": {"refine_scale": 0.125},
+    "scale20": {"refine_scale": 0.2},
+    "scale30": {"refine_scale": 0.3},
     "scale50": {"refine_scale": 0.5},
     "scale100": {"refine_scale": 1.0},
     "endpoints": {"consider_endpoints": True},

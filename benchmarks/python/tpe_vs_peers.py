@@ -269,7 +269,8 @@ def main(argv=None):
                     xs = v[str(b)]
                     cells.append(f"{np.median(xs):.4g} [{np.percentile(xs, 25):.3g}, {np.percentile(xs, 75):.3g}]")
                 print(f"| {fname} | {b} | " + " | ".join(cells) + " |")
-        for ours, theirs in (("kubetune", "optuna"), ("kubetune-mv", "optuna-mv"), ("kubetune", "hyperopt")):
+        for ours, theirs in (("kubetune", "optuna"), ("kubetune-mv", "optuna-mv"), ("kubetune-mv", "optuna"),
+                             ("kubetune", "hyperopt"), ("kubetune-mv", "hyperopt")):
             wins, ties = [], []
             for fname, per in results["quality"].items():
                 for b in args.budgets:
