@@ -11,6 +11,7 @@ def _searchers(kt):
         ("Random", lambda: getattr(kt, "RandomSearch", None) and kt.RandomSearch()),
         ("Sobol", lambda: getattr(kt, "Sobol", None) and kt.Sobol()),
         ("TPE", lambda: getattr(kt, "TPE", None) and kt.TPE()),
+        ("TPE-mv", lambda: getattr(kt, "TPE", None) and kt.TPE(multivariate=True)),
         ("GP", lambda: getattr(kt, "GP", None) and kt.GP()),
     ]:
         s = make()
