@@ -434,12 +434,47 @@ TEST(TPE, FailedTrialsAreIgnored) {
     }
   }
   std::vector<Direction> dir = {Direction::Minimize};
-  TPE s;
-  Rng r1(5, 1), r2(5, 1);
-  auto a = s.ask(SearchContext{sp, with, dir, r1}, 4);
-  auto b = s.ask(SearchContext{sp, without, dir, r2}, 4);
-  ASSERT_EQ(a.size(), 4u);
-  for (int k = 0; k < 4; ++k) EXPECT_EQ(a[k].x, b[k].x);
+  for (bool mv : {false, true}) {  // multivariate: the refinement's incumbent too
+    TPEConfig c;
+    c.multivariate = mv;
+    TPE s(c);
+    Rng r1(5, 1), r2(5, 1);
+    auto a = s.ask(SearchContext{sp, with, dir, r1}, 4);
+    auto b = s.ask(SearchContext{sp, without, dir, r2}, 4);
+    ASSERT_EQ(a.size(), 4u);
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(a[k].x, b[k].x) << "multivariate=" << mv;
+  }
+}
+
+TEST(TPE, RefinementWithOnlyPrunedTrials) {
+  // No trial completed: l(x) holds pruned ones, and the incumbent is the best of them by Optuna's rule (deepest
+  // step, then last intermediate value). Proposals stay valid, and a reused searcher answers as a fresh one.
+  SearchSpace sp;
+  sp.add_double("x", -5, 5).add_int("k", 0, 9).add_categorical("c", {"u", "v", "w"});
+  std::vector<Trial> hist;
+  Rng gen(21);
+  for (int i = 0; i < 30; ++i) {
+    Trial t;
+    t.id = i;
+    t.x = sp.sample(gen);
+    t.state = TrialState::Pruned;
+    t.intermediate = {{0, t.x[0] * t.x[0]}, {1 + i % 3, t.x[0] * t.x[0] + t.x[1]}};
+    hist.push_back(t);
+  }
+  std::vector<Direction> dir = {Direction::Minimize};
+  TPEConfig c;
+  c.multivariate = true;
+  TPE reused(c);
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    Rng r1(seed), r2(seed);
+    const auto a = reused.ask(SearchContext{sp, hist, dir, r1}, 2);
+    const auto b = TPE(c).ask(SearchContext{sp, hist, dir, r2}, 2);
+    ASSERT_EQ(a.size(), 2u);
+    for (std::size_t k = 0; k < 2; ++k) {
+      EXPECT_NO_THROW(sp.validate_point(a[k].x));
+      EXPECT_EQ(a[k].x, b[k].x);
+    }
+  }
 }
 
 TEST(TPE, ConditionalSpaceNeverImputesAndFindsTheBetterBranch) {
