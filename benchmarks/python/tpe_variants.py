@@ -26,6 +26,8 @@ VARIANTS = {  # name -> TPE kwargs (all keep the Optuna defaults for startup, ca
     "scale30": {"refine_scale": 0.3},
     "scale50": {"refine_scale": 0.5},
     "scale100": {"refine_scale": 1.0},
+    "ei48": {"n_ei_candidates": 48},
+    "ei96": {"n_ei_candidates": 96},
     "endpoints": {"consider_endpoints": True},
     "noclip": {"consider_magic_clip": False},
     "flatw": {"n_flat_weights": 0},
