@@ -85,6 +85,23 @@ std::pair<double, double> refined_and_optuna(const SearchSpace& sp, double (*f)(
   return {median(a), median(b)};
 }
 
+// Asks searcher a on history ha and b on hb with the same random stream (seed, stream) and expects the same n
+// points (NaN where inactive).
+void expect_same_asks(TPE& a, const std::vector<Trial>& ha, TPE& b, const std::vector<Trial>& hb,
+                      const SearchSpace& sp, std::uint64_t seed, std::uint64_t stream, std::size_t n,
+                      const std::string& what) {
+  const std::vector<Direction> dir = {Direction::Minimize};
+  Rng r1(seed, stream), r2(seed, stream);
+  const auto pa = a.ask(SearchContext{sp, ha, dir, r1}, n);
+  const auto pb = b.ask(SearchContext{sp, hb, dir, r2}, n);
+  ASSERT_EQ(pa.size(), n) << what;
+  ASSERT_EQ(pb.size(), n) << what;
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t d = 0; d < pa[k].x.size(); ++d)
+      EXPECT_TRUE(pa[k].x[d] == pb[k].x[d] || (std::isnan(pa[k].x[d]) && std::isnan(pb[k].x[d])))
+          << what << ": point " << k << " param " << d;
+}
+
 // A random-search baseline drawn from the same priors (TPE with an unreachable startup count).
 std::unique_ptr<Searcher> random_like() {
   TPEConfig c;
@@ -433,16 +450,11 @@ TEST(TPE, FailedTrialsAreIgnored) {
       with.push_back(f);
     }
   }
-  std::vector<Direction> dir = {Direction::Minimize};
   for (bool mv : {false, true}) {  // multivariate: the refinement's incumbent too
     TPEConfig c;
     c.multivariate = mv;
     TPE s(c);
-    Rng r1(5, 1), r2(5, 1);
-    auto a = s.ask(SearchContext{sp, with, dir, r1}, 4);
-    auto b = s.ask(SearchContext{sp, without, dir, r2}, 4);
-    ASSERT_EQ(a.size(), 4u);
-    for (int k = 0; k < 4; ++k) EXPECT_EQ(a[k].x, b[k].x) << "multivariate=" << mv;
+    expect_same_asks(s, with, s, without, sp, 5, 1, 4, mv ? "multivariate" : "univariate");
   }
 }
 
@@ -461,19 +473,15 @@ TEST(TPE, RefinementWithOnlyPrunedTrials) {
     t.intermediate = {{0, t.x[0] * t.x[0]}, {1 + i % 3, t.x[0] * t.x[0] + t.x[1]}};
     hist.push_back(t);
   }
-  std::vector<Direction> dir = {Direction::Minimize};
   TPEConfig c;
   c.multivariate = true;
   TPE reused(c);
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
-    Rng r1(seed), r2(seed);
-    const auto a = reused.ask(SearchContext{sp, hist, dir, r1}, 2);
-    const auto b = TPE(c).ask(SearchContext{sp, hist, dir, r2}, 2);
-    ASSERT_EQ(a.size(), 2u);
-    for (std::size_t k = 0; k < 2; ++k) {
-      EXPECT_NO_THROW(sp.validate_point(a[k].x));
-      EXPECT_EQ(a[k].x, b[k].x);
-    }
+    TPE fresh(c);
+    expect_same_asks(reused, hist, fresh, hist, sp, seed, 0, 2, "seed " + std::to_string(seed));
+    Rng r(seed);
+    std::vector<Direction> dir = {Direction::Minimize};
+    for (const auto& sug : fresh.ask(SearchContext{sp, hist, dir, r}, 2)) EXPECT_NO_THROW(sp.validate_point(sug.x));
   }
 }
 
@@ -594,18 +602,13 @@ TEST(TPE, ThreadCountDoesNotChangeResults) {
     if (t.state == TrialState::Complete) t.values = {t.x[0] * t.x[0] + std::abs(t.x[1] - 20) / 50 + t.x[2]};
     hist.push_back(t);
   }
-  std::vector<Direction> dir = {Direction::Minimize};
   for (bool mv : {true, false}) {
     TPEConfig c1, c2;
     c1.multivariate = c2.multivariate = mv;
     c1.n_threads = 1;
     c2.n_threads = 2;
     TPE s1(c1), s2(c2);
-    Rng r1(9, 4), r2(9, 4);
-    auto a = s1.ask(SearchContext{sp, hist, dir, r1}, 3);
-    auto b = s2.ask(SearchContext{sp, hist, dir, r2}, 3);
-    ASSERT_EQ(a.size(), 3u);
-    for (int k = 0; k < 3; ++k) EXPECT_EQ(a[k].x, b[k].x) << "multivariate=" << mv;
+    expect_same_asks(s1, hist, s2, hist, sp, 9, 4, 3, mv ? "multivariate" : "univariate");
   }
 }
 
@@ -718,7 +721,6 @@ TEST(TPE, ReusedSearcherMatchesAFreshOneWhateverTheHistoryDoes) {
   // exactly as a fresh searcher on the same history.
   SearchSpace sp;
   sp.add_double("a", -2, 2).add_double("b", 1e-3, 1, true).add_int("k", 0, 9).add_categorical("c", {"u", "v"});
-  std::vector<Direction> dir = {Direction::Minimize};
   for (bool mv : {true, false}) {
     TPEConfig c;
     c.multivariate = mv;
@@ -736,15 +738,8 @@ TEST(TPE, ReusedSearcherMatchesAFreshOneWhateverTheHistoryDoes) {
       }
     };
     auto check = [&](const char* what) {
-      Rng r1(5, hist.size()), r2(5, hist.size());
       TPE fresh(c);
-      auto a = reused.ask(SearchContext{sp, hist, dir, r1}, 2);
-      auto b = fresh.ask(SearchContext{sp, hist, dir, r2}, 2);
-      ASSERT_EQ(a.size(), b.size()) << what;
-      for (std::size_t k = 0; k < a.size(); ++k)
-        for (std::size_t d = 0; d < a[k].x.size(); ++d)
-          EXPECT_TRUE(a[k].x[d] == b[k].x[d] || (std::isnan(a[k].x[d]) && std::isnan(b[k].x[d])))
-              << what << " mv=" << mv << " point " << k << " param " << d;
+      expect_same_asks(reused, hist, fresh, hist, sp, 5, hist.size(), 2, std::string(what) + (mv ? " mv" : " uv"));
     };
     add(150);
     check("initial");
