@@ -86,6 +86,42 @@ TEST_P(DepthwiseGrad, ReluInputEqualsConvOfRelu) {
   for (std::int64_t i = 0; i < dw1.numel(); ++i) ASSERT_EQ(dw1.data()[i], dw2.data()[i]);
 }
 
+TEST_P(DepthwiseGrad, MatchesDirectSums) {
+  // Output, input gradient and weight gradient against the defining sums, on planes larger and smaller than
+  // the kernel's reach (where every tap of a row or a whole plane falls in the padding).
+  auto [k, stride, dil] = GetParam();
+  const int pad = dil * (k - 1) / 2;
+  for (auto [H, W] : {std::pair{7, 8}, std::pair{2, 3}, std::pair{1, 1}}) {
+    std::mt19937_64 rng(300 + H * 11 + k * 7 + stride * 3 + dil);
+    const int N = 2, C = 3;
+    Tensor x = randn({N, C, H, W}, rng), w = randn({C, 1, k, k}, rng, 0.5f);
+    Tensor y = depthwise_conv2d_forward(x, w, stride, pad, dil);
+    const int Ho = y.dim(2), Wo = y.dim(3);
+    Tensor r = randn(y.shape(), rng);
+    Tensor dw = Tensor::zeros(w.shape());
+    Tensor dx = depthwise_conv2d_backward(x, w, r, stride, pad, dil, &dw);
+    std::vector<double> ey(y.numel(), 0.0), edx(x.numel(), 0.0), edw(w.numel(), 0.0);
+    for (int n = 0; n < N; ++n)
+      for (int c = 0; c < C; ++c)
+        for (int oh = 0; oh < Ho; ++oh)
+          for (int ow = 0; ow < Wo; ++ow)
+            for (int kh = 0; kh < k; ++kh)
+              for (int kw = 0; kw < k; ++kw) {
+                const int ih = oh * stride + kh * dil - pad, iw = ow * stride + kw * dil - pad;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                const std::int64_t xi = ((static_cast<std::int64_t>(n) * C + c) * H + ih) * W + iw;
+                const std::int64_t yi = ((static_cast<std::int64_t>(n) * C + c) * Ho + oh) * Wo + ow;
+                const std::int64_t wi = (static_cast<std::int64_t>(c) * k + kh) * k + kw;
+                ey[yi] += double(w.data()[wi]) * x.data()[xi];
+                edx[xi] += double(w.data()[wi]) * r.data()[yi];
+                edw[wi] += double(r.data()[yi]) * x.data()[xi];
+              }
+    for (std::int64_t i = 0; i < y.numel(); ++i) ASSERT_NEAR(y.data()[i], ey[i], 1e-5) << H << "x" << W << " y " << i;
+    for (std::int64_t i = 0; i < x.numel(); ++i) ASSERT_NEAR(dx.data()[i], edx[i], 1e-5) << H << "x" << W << " dx " << i;
+    for (std::int64_t i = 0; i < w.numel(); ++i) ASSERT_NEAR(dw.data()[i], edw[i], 1e-4) << H << "x" << W << " dw " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllVariants, DepthwiseGrad,
                          ::testing::Combine(::testing::Values(3, 5), ::testing::Values(1, 2), ::testing::Values(1, 2)));
 
