@@ -787,6 +787,36 @@ Tensor max_pool3x3_backward(const Tensor& x, const Tensor& dy, int stride) {
     const float* dys = dyp + p * Ho * Wo;
     float* dxs = dxp + p * H * W;
     std::fill(dxs, dxs + H * W, 0.0f);
+    if (stride == 1 && Ho == H && Wo == W) {
+      // The same rule in whole-row passes: the taps in row-major window order, each taking over where it is
+      // strictly greater (or is the window's first), give every output's source index; then one scatter.
+      thread_local std::vector<float> bbuf;
+      thread_local std::vector<std::int32_t> ibuf;
+      const std::size_t HW = static_cast<std::size_t>(H) * W;
+      if (bbuf.size() < HW) bbuf.resize(HW), ibuf.resize(HW);
+      float* best = bbuf.data();
+      std::int32_t* idx = ibuf.data();
+      std::fill(best, best + HW, -std::numeric_limits<float>::infinity());
+      std::fill(idx, idx + HW, -1);
+      for (int dh = -1; dh <= 1; ++dh)
+        for (int dw = -1; dw <= 1; ++dw) {
+          const int w0 = std::max(0, -dw), w1 = std::min(W, W - dw);
+          for (int oh = std::max(0, -dh); oh < std::min(H, H - dh); ++oh) {
+            const std::int32_t src = (oh + dh) * W + dw;
+            const float* xr = xs + src;
+            float* br = best + static_cast<std::int64_t>(oh) * W;
+            std::int32_t* ir = idx + static_cast<std::int64_t>(oh) * W;
+#pragma omp simd
+            for (int ow = w0; ow < w1; ++ow) {
+              const bool take = xr[ow] > br[ow] || ir[ow] < 0;
+              br[ow] = take ? xr[ow] : br[ow];
+              ir[ow] = take ? src + ow : ir[ow];
+            }
+          }
+        }
+      for (std::size_t o = 0; o < HW; ++o) dxs[idx[o]] += dys[o];
+      continue;
+    }
     for (int oh = 0; oh < Ho; ++oh)
       for (int ow = 0; ow < Wo; ++ow) {
         // first maximum in row-major window order (the CUDA twin uses the same rule)

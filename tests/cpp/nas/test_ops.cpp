@@ -294,6 +294,33 @@ TEST(NasOps, PoolsMatchDirectWindowsOnAllShapes) {
     }
 }
 
+TEST(NasOps, MaxPoolBackwardRoutesToTheFirstMaximum) {
+  // Each output's gradient goes to the first maximum of its window in row-major order (ties are common here:
+  // values on a coarse grid), summed per input in output order: exact equality with a direct loop.
+  std::mt19937_64 rng(53);
+  for (auto [H, W] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 3}, {5, 7}, {6, 8}, {28, 28}})
+    for (int s : {1, 2}) {
+      Tensor x = randn({2, 3, H, W}, rng);
+      for (std::int64_t i = 0; i < x.numel(); ++i) x.data()[i] = std::round(x.data()[i] * 2.0f) / 2.0f;
+      const int Ho = conv_out_size(H, 3, s, 1), Wo = conv_out_size(W, 3, s, 1);
+      Tensor dy = randn({2, 3, Ho, Wo}, rng);
+      Tensor dx = max_pool3x3_backward(x, dy, s);
+      std::vector<float> e(static_cast<std::size_t>(x.numel()), 0.0f);
+      for (int p = 0; p < 6; ++p)
+        for (int oh = 0; oh < Ho; ++oh)
+          for (int ow = 0; ow < Wo; ++ow) {
+            int arg = -1;
+            for (int ih = oh * s - 1; ih <= oh * s + 1; ++ih)
+              for (int iw = ow * s - 1; iw <= ow * s + 1; ++iw)
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W &&
+                    (arg < 0 || x.data()[p * H * W + ih * W + iw] > x.data()[p * H * W + arg]))
+                  arg = ih * W + iw;
+            e[static_cast<std::size_t>(p * H * W + arg)] += dy.data()[(p * Ho + oh) * Wo + ow];
+          }
+      for (std::int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(dx.data()[i], e[i]) << H << "x" << W << " s" << s << " i " << i;
+    }
+}
+
 TEST(NasOps, PoolGradients) {
   std::mt19937_64 rng(6);
   for (int stride : {1, 2}) {
