@@ -184,18 +184,27 @@ const float* relu_plane(const float* src, std::int64_t n, bool relu) {
   return b;
 }
 
-/// Stride-1, same-size planes: k copies of an H x W plane, copy kw shifted by dir * (kw * dilation - pad)
-/// columns with the columns that fall outside zeroed (a per-thread buffer). With them every kernel tap is one
-/// contiguous multiply-add over whole rows of the flattened plane instead of a short loop per row.
-const float* shifted_columns(const float* src, int H, int W, int k, int dilation, int pad, int dir, int slot) {
+/// Stride-1, same-size planes: for each kernel column kw the H x W plane shifted by dir * (kw * dilation - pad)
+/// columns, the columns that fall outside zeroed (copies in a per-thread buffer; the unshifted centre column is
+/// src itself). With them every kernel tap is one contiguous multiply-add over whole rows of the flattened
+/// plane instead of a short loop per row. Returns k plane pointers.
+const float* const* shifted_columns(const float* src, int H, int W, int k, int dilation, int pad, int dir,
+                                    int slot) {
   thread_local std::vector<float> buf[2];
+  thread_local std::vector<const float*> planes[2];
   const std::int64_t HW = static_cast<std::int64_t>(H) * W;
   std::vector<float>& b = buf[slot];
   if (static_cast<std::int64_t>(b.size()) < k * HW) b.resize(static_cast<std::size_t>(k * HW));
+  planes[slot].resize(static_cast<std::size_t>(k));
   for (int kw = 0; kw < k; ++kw) {
     const int sh = dir * (kw * dilation - pad);  // out[c] = src[c + sh]
+    if (sh == 0) {
+      planes[slot][kw] = src;
+      continue;
+    }
     const int c0 = std::clamp(-sh, 0, W), c1 = std::clamp(W - sh, c0, W);
     float* o = b.data() + kw * HW;
+    planes[slot][kw] = o;
     for (int r = 0; r < H; ++r) {
       const float* sr = src + static_cast<std::int64_t>(r) * W;
       float* orow = o + static_cast<std::int64_t>(r) * W;
@@ -204,7 +213,7 @@ const float* shifted_columns(const float* src, int H, int W, int k, int dilation
       std::fill(orow + c1, orow + W, 0.0f);
     }
   }
-  return b.data();
+  return planes[slot].data();
 }
 }  // namespace
 
@@ -238,8 +247,7 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
     std::fill(ys, ys + Ho * Wo, 0.0f);
     if (stride == 1 && Ho == H && Wo == W) {
       // y[r][c] += w[kh][kw] x[r + a][c + b] (a, b: the tap's offsets) = shifted copy kw at row r + a.
-      const std::int64_t HW = static_cast<std::int64_t>(H) * W;
-      const float* xb = shifted_columns(xs, H, W, k, dilation, pad, 1, 0);
+      const float* const* xb = shifted_columns(xs, H, W, k, dilation, pad, 1, 0);
       for (int kh = 0; kh < k; ++kh) {
         const int a = kh * dilation - pad;
         const std::int64_t i0 = static_cast<std::int64_t>(std::clamp(-a, 0, H)) * W;
@@ -247,7 +255,7 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
         const std::int64_t aw = static_cast<std::int64_t>(a) * W;
         for (int kw = 0; kw < k; ++kw) {
           const float wv = wc[kh * k + kw];
-          const float* sb = xb + kw * HW;
+          const float* sb = xb[kw];
 #pragma omp simd
           for (std::int64_t i = i0; i < i1; ++i) ys[i] += wv * sb[i + aw];
         }
@@ -311,9 +319,8 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
       std::fill(dxs, dxs + H * W, 0.0f);
       if (stride == 1 && Ho == H && Wo == W) {
         // dx[r][c] += w dy[r - a][c - b] (dy's copies shifted by -b), dw += sum dy[r][c] x[r + a][c + b].
-        const std::int64_t HW = static_cast<std::int64_t>(H) * W;
-        const float* dyb = shifted_columns(dys, H, W, k, dilation, pad, -1, 0);
-        const float* xb = dwc ? shifted_columns(xs, H, W, k, dilation, pad, 1, 1) : nullptr;
+        const float* const* dyb = shifted_columns(dys, H, W, k, dilation, pad, -1, 0);
+        const float* const* xb = dwc ? shifted_columns(xs, H, W, k, dilation, pad, 1, 1) : nullptr;
         for (int kh = 0; kh < k; ++kh) {
           const int a = kh * dilation - pad;
           const std::int64_t aw = static_cast<std::int64_t>(a) * W;
@@ -323,11 +330,11 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
           const std::int64_t i1 = static_cast<std::int64_t>(std::clamp(H - a, 0, H)) * W;
           for (int kw = 0; kw < k; ++kw) {
             const float wv = wc[kh * k + kw];
-            const float* sb = dyb + kw * HW;
+            const float* sb = dyb[kw];
 #pragma omp simd
             for (std::int64_t j = j0; j < j1; ++j) dxs[j] += wv * sb[j - aw];
             if (!dwc) continue;
-            const float* xr = xb + kw * HW;
+            const float* xr = xb[kw];
             float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
             for (std::int64_t i = i0; i < i1; ++i) acc += dys[i] * xr[i + aw];
