@@ -187,36 +187,47 @@ const float* relu_plane(const float* src, std::int64_t n, bool relu) {
   return b;
 }
 
-/// Stride-1, same-size planes: for each kernel column kw the H x W plane shifted by dir * (kw * dilation - pad)
-/// columns, the columns that fall outside zeroed (copies in a per-thread buffer; the unshifted centre column is
-/// src itself). With them every kernel tap is one contiguous multiply-add over whole rows of the flattened
-/// plane instead of a short loop per row. Returns k plane pointers.
-const float* const* shifted_columns(const float* src, int H, int W, int k, int dilation, int pad, int dir,
-                                    int slot) {
-  thread_local std::vector<float> buf[2];
-  thread_local std::vector<const float*> planes[2];
+/// Stride-1, same-size planes (H x W, flattened): tap (kh, kw) links output i to input i + a * W + b
+/// (a = kh * dilation - pad, b = kw * dilation - pad), so it runs as one multiply-add over the whole plane once
+/// the outputs whose column c has c + dir * b outside [0, W) are masked out (dir = -1: the transposed tap of the
+/// input gradient). Per kernel column a 0/1 mask over the plane, nullptr for the centre column (b = 0); kept
+/// per thread and rebuilt only when the geometry changes.
+const float* const* column_masks(int H, int W, int k, int dilation, int pad, int dir) {
+  struct Masks {
+    int H = -1, W = -1, k = -1, dilation = -1, pad = -1;
+    std::vector<float> buf;
+    std::vector<const float*> ptr;
+  };
+  thread_local Masks cache[2];
+  Masks& m = cache[dir > 0 ? 0 : 1];
+  if (m.H == H && m.W == W && m.k == k && m.dilation == dilation && m.pad == pad) return m.ptr.data();
   const std::int64_t HW = static_cast<std::int64_t>(H) * W;
-  std::vector<float>& b = buf[slot];
-  if (static_cast<std::int64_t>(b.size()) < k * HW) b.resize(static_cast<std::size_t>(k * HW));
-  planes[slot].resize(static_cast<std::size_t>(k));
+  m.buf.assign(static_cast<std::size_t>(k * HW), 0.0f);
+  m.ptr.assign(static_cast<std::size_t>(k), nullptr);
   for (int kw = 0; kw < k; ++kw) {
-    const int sh = dir * (kw * dilation - pad);  // out[c] = src[c + sh]
-    if (sh == 0) {
-      planes[slot][kw] = src;
-      continue;
-    }
-    const int c0 = std::clamp(-sh, 0, W), c1 = std::clamp(W - sh, c0, W);
-    float* o = b.data() + kw * HW;
-    planes[slot][kw] = o;
-    for (int r = 0; r < H; ++r) {
-      const float* sr = src + static_cast<std::int64_t>(r) * W;
-      float* orow = o + static_cast<std::int64_t>(r) * W;
-      std::fill(orow, orow + c0, 0.0f);
-      if (c1 > c0) std::copy(sr + c0 + sh, sr + c1 + sh, orow + c0);
-      std::fill(orow + c1, orow + W, 0.0f);
-    }
+    const int sh = dir * (kw * dilation - pad);
+    if (sh == 0) continue;
+    float* o = m.buf.data() + kw * HW;
+    for (int r = 0; r < H; ++r)
+      for (int c = 0; c < W; ++c) o[static_cast<std::int64_t>(r) * W + c] = c + sh >= 0 && c + sh < W ? 1.0f : 0.0f;
+    m.ptr[static_cast<std::size_t>(kw)] = o;
   }
-  return planes[slot].data();
+  m.H = H, m.W = W, m.k = k, m.dilation = dilation, m.pad = pad;
+  return m.ptr.data();
+}
+
+/// out[i] += w * mask[i] * in[i + off] for i in [lo, hi) (no mask: 1): one tap of a stride-1 depthwise
+/// convolution over a flattened plane (the caller keeps i + off inside the plane). A product with the 0/1 mask
+/// rather than a select, which GCC leaves scalar; so a non-finite input at a masked-out place would leak in.
+inline void tap_axpy(float* __restrict out, const float* __restrict in, const float* mask, float w,
+                     std::int64_t off, std::int64_t lo, std::int64_t hi) {
+  if (!mask) {
+#pragma omp simd
+    for (std::int64_t i = lo; i < hi; ++i) out[i] += w * in[i + off];
+    return;
+  }
+#pragma omp simd
+  for (std::int64_t i = lo; i < hi; ++i) out[i] += w * mask[i] * in[i + off];
 }
 }  // namespace
 
@@ -249,18 +260,16 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
     const float* wc = wp + static_cast<std::int64_t>(c) * k * k;
     std::fill(ys, ys + Ho * Wo, 0.0f);
     if (stride == 1 && Ho == H && Wo == W) {
-      // y[r][c] += w[kh][kw] x[r + a][c + b] (a, b: the tap's offsets) = shifted copy kw at row r + a.
-      const float* const* xb = shifted_columns(xs, H, W, k, dilation, pad, 1, 0);
+      // y[r][c] += w[kh][kw] x[r + a][c + b] over the rows where r + a is inside, columns masked.
+      const std::int64_t HW = static_cast<std::int64_t>(H) * W;
+      const float* const* mask = column_masks(H, W, k, dilation, pad, 1);
       for (int kh = 0; kh < k; ++kh) {
         const int a = kh * dilation - pad;
         const std::int64_t i0 = static_cast<std::int64_t>(std::clamp(-a, 0, H)) * W;
         const std::int64_t i1 = static_cast<std::int64_t>(std::clamp(H - a, 0, H)) * W;
-        const std::int64_t aw = static_cast<std::int64_t>(a) * W;
         for (int kw = 0; kw < k; ++kw) {
-          const float wv = wc[kh * k + kw];
-          const float* sb = xb[kw];
-#pragma omp simd
-          for (std::int64_t i = i0; i < i1; ++i) ys[i] += wv * sb[i + aw];
+          const std::int64_t off = static_cast<std::int64_t>(a) * W + (kw * dilation - pad);
+          tap_axpy(ys, xs, mask[kw], wc[kh * k + kw], off, std::max(i0, -off), std::min(i1, HW - off));
         }
       }
       continue;
@@ -321,26 +330,31 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
       float* dxs = dxp + p * H * W;
       std::fill(dxs, dxs + H * W, 0.0f);
       if (stride == 1 && Ho == H && Wo == W) {
-        // dx[r][c] += w dy[r - a][c - b] (dy's copies shifted by -b), dw += sum dy[r][c] x[r + a][c + b].
-        const float* const* dyb = shifted_columns(dys, H, W, k, dilation, pad, -1, 0);
-        const float* const* xb = dwc ? shifted_columns(xs, H, W, k, dilation, pad, 1, 1) : nullptr;
+        // dx[r][c] += w dy[r - a][c - b] (the transposed tap's masks), dw += sum dy[r][c] x[r + a][c + b].
+        const std::int64_t HW = static_cast<std::int64_t>(H) * W;
+        const float* const* tmask = column_masks(H, W, k, dilation, pad, -1);
+        const float* const* mask = column_masks(H, W, k, dilation, pad, 1);
         for (int kh = 0; kh < k; ++kh) {
           const int a = kh * dilation - pad;
-          const std::int64_t aw = static_cast<std::int64_t>(a) * W;
           const std::int64_t j0 = static_cast<std::int64_t>(std::clamp(a, 0, H)) * W;
           const std::int64_t j1 = static_cast<std::int64_t>(std::clamp(H + a, 0, H)) * W;
           const std::int64_t i0 = static_cast<std::int64_t>(std::clamp(-a, 0, H)) * W;
           const std::int64_t i1 = static_cast<std::int64_t>(std::clamp(H - a, 0, H)) * W;
           for (int kw = 0; kw < k; ++kw) {
             const float wv = wc[kh * k + kw];
-            const float* sb = dyb[kw];
-#pragma omp simd
-            for (std::int64_t j = j0; j < j1; ++j) dxs[j] += wv * sb[j - aw];
+            const std::int64_t off = static_cast<std::int64_t>(a) * W + (kw * dilation - pad);
+            tap_axpy(dxs, dys, tmask[kw], wv, -off, std::max(j0, off), std::min(j1, HW + off));
             if (!dwc) continue;
-            const float* xr = xb[kw];
+            const float* m = mask[kw];
+            const std::int64_t lo = std::max(i0, -off), hi = std::min(i1, HW - off);
             float acc = 0.0f;
+            if (!m) {
 #pragma omp simd reduction(+ : acc)
-            for (std::int64_t i = i0; i < i1; ++i) acc += dys[i] * xr[i + aw];
+              for (std::int64_t i = lo; i < hi; ++i) acc += dys[i] * xs[i + off];
+            } else {
+#pragma omp simd reduction(+ : acc)
+              for (std::int64_t i = lo; i < hi; ++i) acc += m[i] * dys[i] * xs[i + off];
+            }
             dwc[kh * k + kw] += acc;
           }
         }
