@@ -882,6 +882,24 @@ Tensor avg_pool3x3_backward(const std::vector<int>& xs_shape, const Tensor& dy, 
   for (std::int64_t p = 0; p < planes; ++p) {
     const float* dys = dyp + p * Ho * Wo;
     float* dxs = dxp + p * H * W;
+    if (stride == 1 && Ho == H && Wo == W) {
+      // Stride 1: each output's share dy / count, then the same separable 3x3 box sum as the forward (the
+      // windows of a stride-1 pool are symmetric, so the transpose is the box sum itself).
+      thread_local std::vector<float> share, rows;
+      const std::size_t HW = static_cast<std::size_t>(H) * W;
+      share.resize(HW);
+      rows.resize(HW);
+      for (int oh = 0; oh < H; ++oh) {
+        const float rh = static_cast<float>(std::min(oh + 1, H - 1) - std::max(oh - 1, 0) + 1);
+        const float* dyr = dys + static_cast<std::int64_t>(oh) * W;
+        float* sr = share.data() + static_cast<std::int64_t>(oh) * W;
+        for (int ow = 0; ow < W; ++ow)
+          sr[ow] = dyr[ow] / (rh * static_cast<float>(std::min(ow + 1, W - 1) - std::max(ow - 1, 0) + 1));
+      }
+      pool3_rows(share.data(), H, W, 1, W, rows.data(), false);
+      pool3_cols(rows.data(), H, W, 1, H, dxs, false);
+      continue;
+    }
     std::fill(dxs, dxs + H * W, 0.0f);
     for (int oh = 0; oh < Ho; ++oh) {
       const int h0 = std::max(oh * stride - 1, 0), h1 = std::min(oh * stride + 1, H - 1);

@@ -321,6 +321,28 @@ TEST(NasOps, MaxPoolBackwardRoutesToTheFirstMaximum) {
     }
 }
 
+TEST(NasOps, AvgPoolBackwardMatchesDirectScatter) {
+  // dy / (in-bounds count) scattered over each window, against the separable stride-1 path and the stride-2 loop
+  std::mt19937_64 rng(54);
+  for (auto [H, W] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 3}, {5, 7}, {28, 28}})
+    for (int s : {1, 2}) {
+      const int Ho = conv_out_size(H, 3, s, 1), Wo = conv_out_size(W, 3, s, 1);
+      Tensor dy = randn({2, 3, Ho, Wo}, rng);
+      Tensor dx = avg_pool3x3_backward({2, 3, H, W}, dy, s);
+      std::vector<double> e(static_cast<std::size_t>(6 * H * W), 0.0);
+      for (int p = 0; p < 6; ++p)
+        for (int oh = 0; oh < Ho; ++oh)
+          for (int ow = 0; ow < Wo; ++ow) {
+            const int h0 = std::max(oh * s - 1, 0), h1 = std::min(oh * s + 1, H - 1);
+            const int w0 = std::max(ow * s - 1, 0), w1 = std::min(ow * s + 1, W - 1);
+            const double g = dy.data()[(p * Ho + oh) * Wo + ow] / double((h1 - h0 + 1) * (w1 - w0 + 1));
+            for (int ih = h0; ih <= h1; ++ih)
+              for (int iw = w0; iw <= w1; ++iw) e[static_cast<std::size_t>(p * H * W + ih * W + iw)] += g;
+          }
+      for (std::int64_t i = 0; i < dx.numel(); ++i) ASSERT_NEAR(dx.data()[i], e[i], 1e-5) << H << "x" << W << " s" << s;
+    }
+}
+
 TEST(NasOps, PoolGradients) {
   std::mt19937_64 rng(6);
   for (int stride : {1, 2}) {
