@@ -709,19 +709,19 @@ void pool3_rows(const float* x, int H, int W, int stride, int Wo, float* out, bo
   for (int ih = 0; ih < H; ++ih) {
     const float* xr = x + static_cast<std::int64_t>(ih) * W;
     float* o = out + static_cast<std::int64_t>(ih) * Wo;
-    for (int ow = 0; ow < Wo; ++ow) {
-      const int c = ow * stride;
-      // edges (and every column when the row is too short for the vector loop)
-      if (ow == 0 || c + 1 >= W || W < 3) {
-        const int w0 = std::max(c - 1, 0), w1 = std::min(c + 1, W - 1);
-        float v = xr[w0];
-        for (int iw = w0 + 1; iw <= w1; ++iw) v = max ? std::max(v, xr[iw]) : v + xr[iw];
-        o[ow] = v;
-      }
-    }
-    // interior: ow in [1, last) with c - 1 >= 0 and c + 1 <= W - 1
+    // interior: ow in [1, last) with c - 1 >= 0 and c + 1 <= W - 1; the edges (column 0 and [last, Wo)) by
+    // the general window loop
     int last = Wo;
     while (last > 1 && (last - 1) * stride + 1 >= W) --last;
+    auto edge = [&](int ow) {
+      const int c = ow * stride;
+      const int w0 = std::max(c - 1, 0), w1 = std::min(c + 1, W - 1);
+      float v = xr[w0];
+      for (int iw = w0 + 1; iw <= w1; ++iw) v = max ? std::max(v, xr[iw]) : v + xr[iw];
+      o[ow] = v;
+    };
+    edge(0);
+    for (int ow = std::max(last, 1); ow < Wo; ++ow) edge(ow);
     if (stride == 1) {
       if (max) {
 #pragma omp simd
