@@ -817,49 +817,39 @@ Tensor max_pool3x3_backward(const Tensor& x, const Tensor& dy, int stride) {
     const float* dys = dyp + p * Ho * Wo;
     float* dxs = dxp + p * H * W;
     std::fill(dxs, dxs + H * W, 0.0f);
-    if (stride == 1 && Ho == H && Wo == W) {
-      // The same rule in whole-row passes: the taps in row-major window order, each taking over where it is
-      // strictly greater (or is the window's first), give every output's source index; then one scatter.
-      thread_local std::vector<float> bbuf;
-      thread_local std::vector<std::int32_t> ibuf;
-      const std::size_t HW = static_cast<std::size_t>(H) * W;
-      if (bbuf.size() < HW) bbuf.resize(HW), ibuf.resize(HW);
-      float* best = bbuf.data();
-      std::int32_t* idx = ibuf.data();
-      std::fill(best, best + HW, -std::numeric_limits<float>::infinity());
-      std::fill(idx, idx + HW, -1);
-      for (int dh = -1; dh <= 1; ++dh)
-        for (int dw = -1; dw <= 1; ++dw) {
-          const int w0 = std::max(0, -dw), w1 = std::min(W, W - dw);
-          for (int oh = std::max(0, -dh); oh < std::min(H, H - dh); ++oh) {
-            const std::int32_t src = (oh + dh) * W + dw;
-            const float* xr = xs + src;
-            float* br = best + static_cast<std::int64_t>(oh) * W;
-            std::int32_t* ir = idx + static_cast<std::int64_t>(oh) * W;
+    // Each output's gradient goes to the first maximum of its window in row-major order (the CUDA twin uses
+    // the same rule). In whole-row passes: the taps in that order, each taking over where it is strictly
+    // greater (or is the window's first), give every output's source index; then one scatter in output order.
+    thread_local std::vector<float> bbuf;
+    thread_local std::vector<std::int32_t> ibuf;
+    const std::size_t HWo = static_cast<std::size_t>(Ho) * Wo;
+    if (bbuf.size() < HWo) bbuf.resize(HWo), ibuf.resize(HWo);
+    float* best = bbuf.data();
+    std::int32_t* idx = ibuf.data();
+    std::fill(best, best + HWo, -std::numeric_limits<float>::infinity());
+    std::fill(idx, idx + HWo, -1);
+    for (int dh = -1; dh <= 1; ++dh) {
+      int oh0, oh1;
+      valid_range(dh, stride, H, Ho, oh0, oh1);
+      for (int dw = -1; dw <= 1; ++dw) {
+        int ow0, ow1;
+        valid_range(dw, stride, W, Wo, ow0, ow1);
+        for (int oh = oh0; oh < oh1; ++oh) {
+          const std::int32_t src = (oh * stride + dh) * W + dw;
+          const float* xr = xs + src;
+          float* br = best + static_cast<std::int64_t>(oh) * Wo;
+          std::int32_t* ir = idx + static_cast<std::int64_t>(oh) * Wo;
 #pragma omp simd
-            for (int ow = w0; ow < w1; ++ow) {
-              const bool take = xr[ow] > br[ow] || ir[ow] < 0;
-              br[ow] = take ? xr[ow] : br[ow];
-              ir[ow] = take ? src + ow : ir[ow];
-            }
+          for (int ow = ow0; ow < ow1; ++ow) {
+            const float v = xr[ow * stride];
+            const bool take = v > br[ow] || ir[ow] < 0;
+            br[ow] = take ? v : br[ow];
+            ir[ow] = take ? src + ow * stride : ir[ow];
           }
         }
-      for (std::size_t o = 0; o < HW; ++o) dxs[idx[o]] += dys[o];
-      continue;
-    }
-    for (int oh = 0; oh < Ho; ++oh)
-      for (int ow = 0; ow < Wo; ++ow) {
-        // first maximum in row-major window order (the CUDA twin uses the same rule)
-        float m = -std::numeric_limits<float>::infinity();
-        int arg = -1;
-        for (int ih = std::max(oh * stride - 1, 0); ih <= std::min(oh * stride + 1, H - 1); ++ih)
-          for (int iw = std::max(ow * stride - 1, 0); iw <= std::min(ow * stride + 1, W - 1); ++iw)
-            if (xs[ih * W + iw] > m || arg < 0) {
-              m = xs[ih * W + iw];
-              arg = ih * W + iw;
-            }
-        dxs[arg] += dys[oh * Wo + ow];
       }
+    }
+    for (std::size_t o = 0; o < HWo; ++o) dxs[idx[o]] += dys[o];
   }
   return dx;
 }
