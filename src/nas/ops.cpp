@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 #ifdef _OPENMP
 #include <omp.h>
@@ -229,6 +230,28 @@ inline void tap_axpy(float* __restrict out, const float* __restrict in, const fl
 #pragma omp simd
   for (std::int64_t i = lo; i < hi; ++i) out[i] += w * mask[i] * in[i + off];
 }
+
+/// sum of mask[i] * a[i] * b[i + off] over [lo, hi) (no mask: 1): a tap's weight gradient.
+inline float tap_dot(const float* a, const float* b, const float* mask, std::int64_t off, std::int64_t lo,
+                     std::int64_t hi) {
+  float acc = 0.0f;
+  if (!mask) {
+#pragma omp simd reduction(+ : acc)
+    for (std::int64_t i = lo; i < hi; ++i) acc += a[i] * b[i + off];
+  } else {
+#pragma omp simd reduction(+ : acc)
+    for (std::int64_t i = lo; i < hi; ++i) acc += mask[i] * a[i] * b[i + off];
+  }
+  return acc;
+}
+
+/// The outputs [lo, hi) of a flattened H x W plane that tap (row offset a, flat offset off = a * W + b) reaches:
+/// rows r with r + a inside, and i + off inside the plane. (-a, -off) gives the transposed tap's.
+inline std::pair<std::int64_t, std::int64_t> tap_span(int a, std::int64_t off, int H, int W) {
+  const std::int64_t HW = static_cast<std::int64_t>(H) * W;
+  return {std::max(static_cast<std::int64_t>(std::clamp(-a, 0, H)) * W, -off),
+          std::min(static_cast<std::int64_t>(std::clamp(H - a, 0, H)) * W, HW - off)};
+}
 }  // namespace
 
 Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, int pad, int dilation,
@@ -261,15 +284,13 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
     std::fill(ys, ys + Ho * Wo, 0.0f);
     if (stride == 1 && Ho == H && Wo == W) {
       // y[r][c] += w[kh][kw] x[r + a][c + b] over the rows where r + a is inside, columns masked.
-      const std::int64_t HW = static_cast<std::int64_t>(H) * W;
       const float* const* mask = column_masks(H, W, k, dilation, pad, 1);
       for (int kh = 0; kh < k; ++kh) {
         const int a = kh * dilation - pad;
-        const std::int64_t i0 = static_cast<std::int64_t>(std::clamp(-a, 0, H)) * W;
-        const std::int64_t i1 = static_cast<std::int64_t>(std::clamp(H - a, 0, H)) * W;
         for (int kw = 0; kw < k; ++kw) {
           const std::int64_t off = static_cast<std::int64_t>(a) * W + (kw * dilation - pad);
-          tap_axpy(ys, xs, mask[kw], wc[kh * k + kw], off, std::max(i0, -off), std::min(i1, HW - off));
+          const auto [lo, hi] = tap_span(a, off, H, W);
+          tap_axpy(ys, xs, mask[kw], wc[kh * k + kw], off, lo, hi);
         }
       }
       continue;
@@ -331,31 +352,17 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
       std::fill(dxs, dxs + H * W, 0.0f);
       if (stride == 1 && Ho == H && Wo == W) {
         // dx[r][c] += w dy[r - a][c - b] (the transposed tap's masks), dw += sum dy[r][c] x[r + a][c + b].
-        const std::int64_t HW = static_cast<std::int64_t>(H) * W;
         const float* const* tmask = column_masks(H, W, k, dilation, pad, -1);
         const float* const* mask = column_masks(H, W, k, dilation, pad, 1);
         for (int kh = 0; kh < k; ++kh) {
           const int a = kh * dilation - pad;
-          const std::int64_t j0 = static_cast<std::int64_t>(std::clamp(a, 0, H)) * W;
-          const std::int64_t j1 = static_cast<std::int64_t>(std::clamp(H + a, 0, H)) * W;
-          const std::int64_t i0 = static_cast<std::int64_t>(std::clamp(-a, 0, H)) * W;
-          const std::int64_t i1 = static_cast<std::int64_t>(std::clamp(H - a, 0, H)) * W;
           for (int kw = 0; kw < k; ++kw) {
-            const float wv = wc[kh * k + kw];
             const std::int64_t off = static_cast<std::int64_t>(a) * W + (kw * dilation - pad);
-            tap_axpy(dxs, dys, tmask[kw], wv, -off, std::max(j0, off), std::min(j1, HW + off));
+            const auto [jlo, jhi] = tap_span(-a, -off, H, W);
+            tap_axpy(dxs, dys, tmask[kw], wc[kh * k + kw], -off, jlo, jhi);
             if (!dwc) continue;
-            const float* m = mask[kw];
-            const std::int64_t lo = std::max(i0, -off), hi = std::min(i1, HW - off);
-            float acc = 0.0f;
-            if (!m) {
-#pragma omp simd reduction(+ : acc)
-              for (std::int64_t i = lo; i < hi; ++i) acc += dys[i] * xs[i + off];
-            } else {
-#pragma omp simd reduction(+ : acc)
-              for (std::int64_t i = lo; i < hi; ++i) acc += m[i] * dys[i] * xs[i + off];
-            }
-            dwc[kh * k + kw] += acc;
+            const auto [lo, hi] = tap_span(a, off, H, W);
+            dwc[kh * k + kw] += tap_dot(dys, xs, mask[kw], off, lo, hi);
           }
         }
         continue;
