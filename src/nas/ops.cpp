@@ -188,69 +188,264 @@ const float* relu_plane(const float* src, std::int64_t n, bool relu) {
   return b;
 }
 
-/// Stride-1, same-size planes (H x W, flattened): tap (kh, kw) links output i to input i + a * W + b
-/// (a = kh * dilation - pad, b = kw * dilation - pad), so it runs as one multiply-add over the whole plane once
-/// the outputs whose column c has c + dir * b outside [0, W) are masked out (dir = -1: the transposed tap of the
-/// input gradient). Per kernel column a 0/1 mask over the plane, nullptr for the centre column (b = 0); kept
-/// per thread and rebuilt only when the geometry changes.
-const float* const* column_masks(int H, int W, int k, int dilation, int pad, int dir) {
-  struct Masks {
-    int H = -1, W = -1, k = -1, dilation = -1, pad = -1;
+// The fast depthwise paths run every kernel tap as one multiply-add over a whole flattened plane:
+//  - stride 1, same-size planes (H x W): tap (kh, kw) links output i to input i + a * W + b, with
+//    a = kh * dilation - pad and b = kw * dilation - pad;
+//  - stride 2, even H and W, Ho = H / 2, Wo = W / 2 (polyphase): the input splits into its four phase planes
+//    x_(ph, pw)[r][c] = x[2r + ph][2c + pw], each Ho x Wo, and tap (kh, kw) links output i to plane
+//    (t_h mod 2, t_w mod 2) at i + floor(t_h / 2) * Wo + floor(t_w / 2), t = k * dilation - pad.
+// Outputs whose column c has c + b outside the plane are masked out by a 0/1 column mask, and the rows by the
+// tap's span [lo, hi). The masks are a product rather than a select, which GCC leaves scalar; so a non-finite
+// input at a masked-out place would leak into that tap's output (0 x inf).
+constexpr int kMaxShift = 8;
+
+/// The 0/1 column masks of an H x W plane for column shifts -kMaxShift..kMaxShift (index s + kMaxShift;
+/// s = 0 is all ones), kept per thread for the few plane geometries a network has.
+const float* const* shift_masks(int H, int W) {
+  struct Geometry {
+    int H, W;
     std::vector<float> buf;
     std::vector<const float*> ptr;
   };
-  thread_local Masks cache[2];
-  Masks& m = cache[dir > 0 ? 0 : 1];
-  if (m.H == H && m.W == W && m.k == k && m.dilation == dilation && m.pad == pad) return m.ptr.data();
+  thread_local std::vector<Geometry> cache;
+  for (const Geometry& g : cache)
+    if (g.H == H && g.W == W) return g.ptr.data();
+  if (cache.size() >= 16) cache.clear();  // bounded; no pointer of an earlier call is held past that call
   const std::int64_t HW = static_cast<std::int64_t>(H) * W;
-  m.buf.assign(static_cast<std::size_t>(k * HW), 0.0f);
-  m.ptr.assign(static_cast<std::size_t>(k), nullptr);
-  for (int kw = 0; kw < k; ++kw) {
-    const int sh = dir * (kw * dilation - pad);
-    if (sh == 0) continue;
-    float* o = m.buf.data() + kw * HW;
+  Geometry& g = cache.emplace_back(Geometry{H, W, {}, {}});
+  g.buf.resize(static_cast<std::size_t>((2 * kMaxShift + 1) * HW));
+  for (int s = -kMaxShift; s <= kMaxShift; ++s) {
+    float* o = g.buf.data() + (s + kMaxShift) * HW;
     for (int r = 0; r < H; ++r)
-      for (int c = 0; c < W; ++c) o[static_cast<std::int64_t>(r) * W + c] = c + sh >= 0 && c + sh < W ? 1.0f : 0.0f;
-    m.ptr[static_cast<std::size_t>(kw)] = o;
+      for (int c = 0; c < W; ++c) o[static_cast<std::int64_t>(r) * W + c] = c + s >= 0 && c + s < W ? 1.0f : 0.0f;
+    g.ptr.push_back(o);
   }
-  m.H = H, m.W = W, m.k = k, m.dilation = dilation, m.pad = pad;
-  return m.ptr.data();
+  return g.ptr.data();
 }
 
-/// out[i] += w * mask[i] * in[i + off] for i in [lo, hi) (no mask: 1): one tap of a stride-1 depthwise
-/// convolution over a flattened plane (the caller keeps i + off inside the plane). A product with the 0/1 mask
-/// rather than a select, which GCC leaves scalar; so a non-finite input at a masked-out place would leak in.
-inline void tap_axpy(float* __restrict out, const float* __restrict in, const float* mask, float w,
-                     std::int64_t off, std::int64_t lo, std::int64_t hi) {
-  if (!mask) {
+/// One tap over a flattened plane: dst[i] += w * mask[i] * src[i + off] for i in [lo, hi) (the caller keeps
+/// i + off inside the source plane); widx is its weight's index in the k x k filter.
+struct Tap {
+  const float* src;
+  float* dst;
+  const float* mask;
+  std::int64_t off, lo, hi;
+  float w;
+  int widx;
+};
+
+/// A tap's geometry, the same for every plane of a call: its source and destination as offsets from the plane
+/// bases (phase planes), its offset, mask and span.
+struct TapGeom {
+  std::int64_t src_off, dst_off, off, lo, hi;
+  const float* mask;
+  int widx;
+};
+
+/// Tap (row shift a, column shift b) of an H x W plane (masks: that plane's shift_masks): the outputs it reaches
+/// are the rows r with r + a inside and i + off inside the plane. False when it reaches none.
+bool tap_geom(TapGeom& g, const float* const* masks, int a, int b, int H, int W) {
+  const std::int64_t HW = static_cast<std::int64_t>(H) * W;
+  g.off = static_cast<std::int64_t>(a) * W + b;
+  g.mask = masks[b + kMaxShift];
+  g.lo = std::max(static_cast<std::int64_t>(std::clamp(-a, 0, H)) * W, -g.off);
+  g.hi = std::min(static_cast<std::int64_t>(std::clamp(H - a, 0, H)) * W, HW - g.off);
+  return g.lo < g.hi;
+}
+
+inline void tap_axpy(const Tap& t, std::int64_t lo, std::int64_t hi) {
+  float* __restrict out = t.dst;
+  const float* __restrict in = t.src + t.off;
+  const float* m = t.mask;
+  const float w = t.w;
 #pragma omp simd
-    for (std::int64_t i = lo; i < hi; ++i) out[i] += w * in[i + off];
+  for (std::int64_t i = lo; i < hi; ++i) out[i] += w * m[i] * in[i];
+}
+
+/// G taps into one destination in one pass over their common span (edges tap by tap): the output is loaded and
+/// stored once per G taps instead of once per tap.
+template <int G>
+void axpy_group(const Tap* t) {
+  std::int64_t L = t[0].lo, R = t[0].hi;
+  for (int j = 1; j < G; ++j) L = std::max(L, t[j].lo), R = std::min(R, t[j].hi);
+  if (L >= R) {
+    for (int j = 0; j < G; ++j) tap_axpy(t[j], t[j].lo, t[j].hi);
     return;
   }
-#pragma omp simd
-  for (std::int64_t i = lo; i < hi; ++i) out[i] += w * mask[i] * in[i + off];
-}
-
-/// sum of mask[i] * a[i] * b[i + off] over [lo, hi) (no mask: 1): a tap's weight gradient.
-inline float tap_dot(const float* a, const float* b, const float* mask, std::int64_t off, std::int64_t lo,
-                     std::int64_t hi) {
-  float acc = 0.0f;
-  if (!mask) {
-#pragma omp simd reduction(+ : acc)
-    for (std::int64_t i = lo; i < hi; ++i) acc += a[i] * b[i + off];
-  } else {
-#pragma omp simd reduction(+ : acc)
-    for (std::int64_t i = lo; i < hi; ++i) acc += mask[i] * a[i] * b[i + off];
+  for (int j = 0; j < G; ++j) {
+    if (t[j].lo < L) tap_axpy(t[j], t[j].lo, L);
+    if (R < t[j].hi) tap_axpy(t[j], R, t[j].hi);
   }
-  return acc;
+  float* __restrict out = t[0].dst;
+  const float* in[G];
+  const float* m[G];
+  float w[G];
+  for (int j = 0; j < G; ++j) in[j] = t[j].src + t[j].off, m[j] = t[j].mask, w[j] = t[j].w;
+#pragma omp simd
+  for (std::int64_t i = L; i < R; ++i) {
+    float s = out[i];
+#pragma GCC unroll 8
+    for (int j = 0; j < G; ++j) s += w[j] * m[j][i] * in[j][i];
+    out[i] = s;
+  }
 }
 
-/// The outputs [lo, hi) of a flattened H x W plane that tap (row offset a, flat offset off = a * W + b) reaches:
-/// rows r with r + a inside, and i + off inside the plane. (-a, -off) gives the transposed tap's.
-inline std::pair<std::int64_t, std::int64_t> tap_span(int a, std::int64_t off, int H, int W) {
-  const std::int64_t HW = static_cast<std::int64_t>(H) * W;
-  return {std::max(static_cast<std::int64_t>(std::clamp(-a, 0, H)) * W, -off),
-          std::min(static_cast<std::int64_t>(std::clamp(H - a, 0, H)) * W, HW - off)};
+/// Runs taps[0, n), which are ordered by destination, in groups of up to 5 sharing a destination.
+void run_taps(const Tap* taps, int n) {
+  for (int i = 0; i < n;) {
+    int g = 1;
+    while (g < 5 && i + g < n && taps[i + g].dst == taps[i].dst) ++g;
+    switch (g) {
+      case 1: axpy_group<1>(taps + i); break;
+      case 2: axpy_group<2>(taps + i); break;
+      case 3: axpy_group<3>(taps + i); break;
+      case 4: axpy_group<4>(taps + i); break;
+      default: axpy_group<5>(taps + i); break;
+    }
+    i += g;
+  }
+}
+
+/// res[j] = sum over tap j's span of mask[i] a[i] src[i + off]: the weight gradients of G taps in one pass over
+/// their common span (edges tap by tap). G independent accumulators also break the single sum's latency chain.
+template <int G>
+void dot_group(const float* a, const Tap* t, float* res) {
+  std::int64_t L = t[0].lo, R = t[0].hi;
+  for (int j = 1; j < G; ++j) L = std::max(L, t[j].lo), R = std::min(R, t[j].hi);
+  if (L >= R) L = R = t[0].lo;  // nothing shared: every tap by itself below
+  for (int j = 0; j < G; ++j) {
+    const float* in = t[j].src + t[j].off;
+    const float* m = t[j].mask;
+    float s = 0.0f;
+    const std::int64_t e0 = std::min(t[j].hi, L), e1 = std::max(t[j].lo, R);
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t i = t[j].lo; i < e0; ++i) s += m[i] * a[i] * in[i];
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t i = e1; i < t[j].hi; ++i) s += m[i] * a[i] * in[i];
+    res[j] = s;
+  }
+  if (L >= R) return;
+  // Scalar accumulators: GCC leaves an array reduction scalar. Unused ones (j >= G) stay zero.
+  const float* in[5] = {};
+  const float* m[5] = {};
+  for (int j = 0; j < G; ++j) in[j] = t[j].src + t[j].off, m[j] = t[j].mask;
+  float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f;
+#pragma omp simd reduction(+ : s0, s1, s2, s3, s4)
+  for (std::int64_t i = L; i < R; ++i) {
+    const float ai = a[i];
+    s0 += m[0][i] * ai * in[0][i];
+    if constexpr (G > 1) s1 += m[1][i] * ai * in[1][i];
+    if constexpr (G > 2) s2 += m[2][i] * ai * in[2][i];
+    if constexpr (G > 3) s3 += m[3][i] * ai * in[3][i];
+    if constexpr (G > 4) s4 += m[4][i] * ai * in[4][i];
+  }
+  const float acc[5] = {s0, s1, s2, s3, s4};
+  for (int j = 0; j < G; ++j) res[j] += acc[j];
+}
+
+/// dw[widx] += the weight gradient of each tap (a is the output gradient plane).
+void dot_taps(const float* a, const Tap* taps, int n, float* dw) {
+  float res[5];
+  for (int i = 0; i < n;) {
+    const int g = std::min(5, n - i);
+    switch (g) {
+      case 1: dot_group<1>(a, taps + i, res); break;
+      case 2: dot_group<2>(a, taps + i, res); break;
+      case 3: dot_group<3>(a, taps + i, res); break;
+      case 4: dot_group<4>(a, taps + i, res); break;
+      default: dot_group<5>(a, taps + i, res); break;
+    }
+    for (int j = 0; j < g; ++j) dw[taps[i + j].widx] += res[j];
+    i += g;
+  }
+}
+
+/// Which fast path (if any) a depthwise geometry takes: 1 (stride 1, same size), 2 (polyphase) or 0.
+int plane_path(int H, int W, int Ho, int Wo, int k, int stride, int pad, int dilation) {
+  const int reach = std::max(pad, (k - 1) * dilation - pad);
+  if (k > 7 || reach > kMaxShift) return 0;
+  if (stride == 1 && Ho == H && Wo == W) return 1;
+  if (stride == 2 && H == 2 * Ho && W == 2 * Wo) return 2;
+  return 0;
+}
+
+inline int floor_half(int t) { return t >= 0 ? t / 2 : -((-t + 1) / 2); }
+
+/// The taps of a fast-path call (at most 7 x 7), planned once per call on the output plane's geometry Ho x Wo.
+/// Forward taps read the input (path 1) or its phase plane (path 2, src_off) into the output, in kernel order;
+/// transposed taps (the input gradient) read dy into the input gradient (path 1) or into its phase plane
+/// (path 2, dst_off), ordered by destination. Masks come from the calling thread's cache and stay valid for the
+/// call.
+struct TapPlan {
+  TapGeom g[49];
+  int n = 0;
+
+  TapPlan() = default;
+  TapPlan(int path, bool transposed, int k, int pad, int dilation, int Ho, int Wo) {
+    const float* const* masks = shift_masks(Ho, Wo);
+    const std::int64_t P = static_cast<std::int64_t>(Ho) * Wo;
+    for (int ph = 0; ph < (transposed && path == 2 ? 4 : 1); ++ph)
+      for (int kh = 0; kh < k; ++kh)
+        for (int kw = 0; kw < k; ++kw) {
+          const int th = kh * dilation - pad, tw = kw * dilation - pad;
+          const int phase = path == 2 ? (th & 1) * 2 + (tw & 1) : 0;
+          if (transposed && phase != ph) continue;
+          const int a = path == 2 ? floor_half(th) : th, b = path == 2 ? floor_half(tw) : tw;
+          TapGeom& t = g[n];
+          t.widx = kh * k + kw;
+          t.src_off = transposed ? 0 : phase * P;
+          t.dst_off = transposed ? phase * P : 0;
+          if (transposed ? tap_geom(t, masks, -a, -b, Ho, Wo) : tap_geom(t, masks, a, b, Ho, Wo)) ++n;
+        }
+  }
+
+  /// The taps of one plane: sources from src, destinations into dst, weights from the channel's filter wc.
+  int bind(Tap* taps, const float* src, float* dst, const float* wc) const {
+    for (int i = 0; i < n; ++i)
+      taps[i] = Tap{src + g[i].src_off, dst + g[i].dst_off, g[i].mask, g[i].off, g[i].lo, g[i].hi, wc[g[i].widx],
+                    g[i].widx};
+    return n;
+  }
+};
+
+/// The four phase planes of an even H x W plane (optionally through a ReLU), each H/2 x W/2, into a per-thread
+/// buffer: plane ph * 2 + pw holds x[2r + ph][2c + pw].
+const float* split_phases(const float* x, int H, int W, bool relu) {
+  const int Ho = H / 2, Wo = W / 2;
+  const std::int64_t P = static_cast<std::int64_t>(Ho) * Wo;
+  thread_local std::vector<float> buf;
+  if (static_cast<std::int64_t>(buf.size()) < 4 * P) buf.resize(static_cast<std::size_t>(4 * P));
+  float* b = buf.data();
+  for (int r = 0; r < H; ++r) {
+    const float* __restrict xr = x + static_cast<std::int64_t>(r) * W;
+    float* __restrict e = b + ((r & 1) * 2) * P + static_cast<std::int64_t>(r / 2) * Wo;
+    float* __restrict o = e + P;
+    if (relu) {
+#pragma omp simd
+      for (int c = 0; c < Wo; ++c) {
+        const float v0 = xr[2 * c], v1 = xr[2 * c + 1];
+        e[c] = v0 > 0.0f ? v0 : 0.0f;
+        o[c] = v1 > 0.0f ? v1 : 0.0f;
+      }
+    } else {
+#pragma omp simd
+      for (int c = 0; c < Wo; ++c) e[c] = xr[2 * c], o[c] = xr[2 * c + 1];
+    }
+  }
+  return b;
+}
+
+/// The inverse of split_phases: interleaves four H/2 x W/2 phase planes back into an H x W plane.
+void merge_phases(const float* b, int H, int W, float* x) {
+  const int Ho = H / 2, Wo = W / 2;
+  const std::int64_t P = static_cast<std::int64_t>(Ho) * Wo;
+  for (int r = 0; r < H; ++r) {
+    const float* __restrict e = b + ((r & 1) * 2) * P + static_cast<std::int64_t>(r / 2) * Wo;
+    const float* __restrict o = e + P;
+    float* __restrict xr = x + static_cast<std::int64_t>(r) * W;
+#pragma omp simd
+    for (int c = 0; c < Wo; ++c) xr[2 * c] = e[c], xr[2 * c + 1] = o[c];
+  }
 }
 }  // namespace
 
@@ -275,26 +470,23 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
   const float* wp = w.data();
   float* yp = y.data();
   const std::int64_t planes = static_cast<std::int64_t>(N) * C;
+  const int path = plane_path(H, W, Ho, Wo, k, stride, pad, dilation);
+  const TapPlan plan = path ? TapPlan(path, false, k, pad, dilation, Ho, Wo) : TapPlan();
 #pragma omp parallel for num_threads(nt()) schedule(static) if (planes * Ho * Wo * k * k > kParallelWork)
   for (std::int64_t p = 0; p < planes; ++p) {
     const int c = static_cast<int>(p % C);
-    const float* xs = relu_plane(xp + p * H * W, static_cast<std::int64_t>(H) * W, relu_input);
+    const float* xplane = xp + p * H * W;
     float* ys = yp + p * Ho * Wo;
     const float* wc = wp + static_cast<std::int64_t>(c) * k * k;
     std::fill(ys, ys + Ho * Wo, 0.0f);
-    if (stride == 1 && Ho == H && Wo == W) {
-      // y[r][c] += w[kh][kw] x[r + a][c + b] over the rows where r + a is inside, columns masked.
-      const float* const* mask = column_masks(H, W, k, dilation, pad, 1);
-      for (int kh = 0; kh < k; ++kh) {
-        const int a = kh * dilation - pad;
-        for (int kw = 0; kw < k; ++kw) {
-          const std::int64_t off = static_cast<std::int64_t>(a) * W + (kw * dilation - pad);
-          const auto [lo, hi] = tap_span(a, off, H, W);
-          tap_axpy(ys, xs, mask[kw], wc[kh * k + kw], off, lo, hi);
-        }
-      }
+    if (path != 0) {
+      const float* src = path == 1 ? relu_plane(xplane, static_cast<std::int64_t>(H) * W, relu_input)
+                                   : split_phases(xplane, H, W, relu_input);
+      Tap taps[49];
+      run_taps(taps, plan.bind(taps, src, ys, wc));
       continue;
     }
+    const float* xs = relu_plane(xplane, static_cast<std::int64_t>(H) * W, relu_input);
     for (int kh = 0; kh < k; ++kh) {
       int oh0, oh1;
       valid_range(kh * dilation - pad, stride, H, Ho, oh0, oh1);
@@ -306,13 +498,8 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
         for (int oh = oh0; oh < oh1; ++oh) {
           const float* xr = xs + static_cast<std::int64_t>(oh * stride + kh * dilation - pad) * W + offw;
           float* yr = ys + static_cast<std::int64_t>(oh) * Wo;
-          if (stride == 1) {
 #pragma omp simd
-            for (int ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xr[ow];
-          } else {
-#pragma omp simd
-            for (int ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xr[ow * stride];
-          }
+          for (int ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xr[ow * stride];
         }
       }
     }
@@ -338,6 +525,10 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
   const float* dyp = dy.data();
   float* dxp = dx.data();
   float* dwp = mptr_or_null(dw);
+  const int path = plane_path(H, W, Ho, Wo, k, stride, pad, dilation);
+  const std::int64_t P = static_cast<std::int64_t>(Ho) * Wo;
+  const TapPlan fwd = path ? TapPlan(path, false, k, pad, dilation, Ho, Wo) : TapPlan();
+  const TapPlan bwd = path ? TapPlan(path, true, k, pad, dilation, Ho, Wo) : TapPlan();
   // Parallel over channels so each thread owns its filter's gradient.
 #pragma omp parallel for num_threads(nt()) schedule(static) if (static_cast<std::int64_t>(N) * C * Ho * Wo * k * k > kParallelWork)
   for (int c = 0; c < C; ++c) {
@@ -345,28 +536,32 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
     float* dwc = dwp ? dwp + static_cast<std::int64_t>(c) * k * k : nullptr;
     for (int n = 0; n < N; ++n) {
       const std::int64_t p = static_cast<std::int64_t>(n) * C + c;
-      // the input only feeds the weight gradient
-      const float* xs = dwc ? relu_plane(xp + p * H * W, static_cast<std::int64_t>(H) * W, relu_input) : xp + p * H * W;
+      const float* xplane = xp + p * H * W;
       const float* dys = dyp + p * Ho * Wo;
       float* dxs = dxp + p * H * W;
-      std::fill(dxs, dxs + H * W, 0.0f);
-      if (stride == 1 && Ho == H && Wo == W) {
-        // dx[r][c] += w dy[r - a][c - b] (the transposed tap's masks), dw += sum dy[r][c] x[r + a][c + b].
-        const float* const* tmask = column_masks(H, W, k, dilation, pad, -1);
-        const float* const* mask = column_masks(H, W, k, dilation, pad, 1);
-        for (int kh = 0; kh < k; ++kh) {
-          const int a = kh * dilation - pad;
-          for (int kw = 0; kw < k; ++kw) {
-            const std::int64_t off = static_cast<std::int64_t>(a) * W + (kw * dilation - pad);
-            const auto [jlo, jhi] = tap_span(-a, -off, H, W);
-            tap_axpy(dxs, dys, tmask[kw], wc[kh * k + kw], -off, jlo, jhi);
-            if (!dwc) continue;
-            const auto [lo, hi] = tap_span(a, off, H, W);
-            dwc[kh * k + kw] += tap_dot(dys, xs, mask[kw], off, lo, hi);
-          }
+      if (path != 0) {
+        // Input gradient: the transposed taps dst[i - off] += w dy[i], into the plane (stride 1) or into its
+        // phase planes (stride 2), then interleaved back into dx.
+        thread_local std::vector<float> phase_grad;
+        float* dst = dxs;
+        if (path == 2) {
+          if (static_cast<std::int64_t>(phase_grad.size()) < 4 * P) phase_grad.resize(static_cast<std::size_t>(4 * P));
+          dst = phase_grad.data();
+        }
+        std::fill(dst, dst + (path == 2 ? 4 * P : P), 0.0f);
+        Tap taps[49];
+        run_taps(taps, bwd.bind(taps, dys, dst, wc));
+        if (path == 2) merge_phases(dst, H, W, dxs);
+        if (dwc) {
+          const float* src = path == 1 ? relu_plane(xplane, static_cast<std::int64_t>(H) * W, relu_input)
+                                       : split_phases(xplane, H, W, relu_input);
+          dot_taps(dys, taps, fwd.bind(taps, src, nullptr, wc), dwc);
         }
         continue;
       }
+      // the input only feeds the weight gradient
+      const float* xs = dwc ? relu_plane(xplane, static_cast<std::int64_t>(H) * W, relu_input) : xplane;
+      std::fill(dxs, dxs + H * W, 0.0f);
       for (int kh = 0; kh < k; ++kh) {
         int oh0, oh1;
         valid_range(kh * dilation - pad, stride, H, Ho, oh0, oh1);
@@ -381,16 +576,9 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
             const float* xr = xs + row;
             float* dxr = dxs + row;
             const float* dyr = dys + static_cast<std::int64_t>(oh) * Wo;
-            if (stride == 1) {
-#pragma omp simd
-              for (int ow = ow0; ow < ow1; ++ow) dxr[ow] += wv * dyr[ow];
+            for (int ow = ow0; ow < ow1; ++ow) dxr[ow * stride] += wv * dyr[ow];
 #pragma omp simd reduction(+ : acc)
-              for (int ow = ow0; ow < ow1; ++ow) acc += dyr[ow] * xr[ow];
-            } else {
-              for (int ow = ow0; ow < ow1; ++ow) dxr[ow * stride] += wv * dyr[ow];
-#pragma omp simd reduction(+ : acc)
-              for (int ow = ow0; ow < ow1; ++ow) acc += dyr[ow] * xr[ow * stride];
-            }
+            for (int ow = ow0; ow < ow1; ++ow) acc += dyr[ow] * xr[ow * stride];
           }
           if (dwc) dwc[kh * k + kw] += acc;
         }

@@ -91,15 +91,19 @@ TEST_P(DepthwiseGrad, MatchesDirectSums) {
   // the kernel's reach (where every tap of a row or a whole plane falls in the padding).
   auto [k, stride, dil] = GetParam();
   const int pad = dil * (k - 1) / 2;
-  for (auto [H, W] : {std::pair{7, 8}, std::pair{2, 3}, std::pair{1, 1}}) {
-    std::mt19937_64 rng(300 + H * 11 + k * 7 + stride * 3 + dil);
+  // Even planes take the polyphase path at stride 2; the ReLU-input variant is checked on every other plane.
+  for (auto [H, W] : {std::pair{7, 8}, std::pair{2, 3}, std::pair{1, 1}, std::pair{8, 6}, std::pair{4, 10},
+                      std::pair{2, 2}}) {
+    std::mt19937_64 rng(300 + H * 11 + W * 5 + k * 7 + stride * 3 + dil);
     const int N = 2, C = 3;
+    const bool relu = (H + W) % 2 == 0;
     Tensor x = randn({N, C, H, W}, rng), w = randn({C, 1, k, k}, rng, 0.5f);
-    Tensor y = depthwise_conv2d_forward(x, w, stride, pad, dil);
+    Tensor y = depthwise_conv2d_forward(x, w, stride, pad, dil, relu);
     const int Ho = y.dim(2), Wo = y.dim(3);
     Tensor r = randn(y.shape(), rng);
     Tensor dw = Tensor::zeros(w.shape());
-    Tensor dx = depthwise_conv2d_backward(x, w, r, stride, pad, dil, &dw);
+    Tensor dx = depthwise_conv2d_backward(x, w, r, stride, pad, dil, &dw, relu);
+    Tensor dx_only = depthwise_conv2d_backward(x, w, r, stride, pad, dil, nullptr, relu);
     std::vector<double> ey(y.numel(), 0.0), edx(x.numel(), 0.0), edw(w.numel(), 0.0);
     for (int n = 0; n < N; ++n)
       for (int c = 0; c < C; ++c)
@@ -112,12 +116,16 @@ TEST_P(DepthwiseGrad, MatchesDirectSums) {
                 const std::int64_t xi = ((static_cast<std::int64_t>(n) * C + c) * H + ih) * W + iw;
                 const std::int64_t yi = ((static_cast<std::int64_t>(n) * C + c) * Ho + oh) * Wo + ow;
                 const std::int64_t wi = (static_cast<std::int64_t>(c) * k + kh) * k + kw;
-                ey[yi] += double(w.data()[wi]) * x.data()[xi];
-                edx[xi] += double(w.data()[wi]) * r.data()[yi];
-                edw[wi] += double(r.data()[yi]) * x.data()[xi];
+                const double xv = relu ? std::max(x.data()[xi], 0.0f) : x.data()[xi];
+                ey[yi] += double(w.data()[wi]) * xv;
+                edx[xi] += double(w.data()[wi]) * r.data()[yi];  // the gradient with respect to relu(x)
+                edw[wi] += double(r.data()[yi]) * xv;
               }
     for (std::int64_t i = 0; i < y.numel(); ++i) ASSERT_NEAR(y.data()[i], ey[i], 1e-5) << H << "x" << W << " y " << i;
-    for (std::int64_t i = 0; i < x.numel(); ++i) ASSERT_NEAR(dx.data()[i], edx[i], 1e-5) << H << "x" << W << " dx " << i;
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
+      ASSERT_NEAR(dx.data()[i], edx[i], 1e-5) << H << "x" << W << " dx " << i;
+      ASSERT_EQ(dx_only.data()[i], dx.data()[i]) << H << "x" << W << " dx without dw " << i;
+    }
     for (std::int64_t i = 0; i < w.numel(); ++i) ASSERT_NEAR(dw.data()[i], edw[i], 1e-4) << H << "x" << W << " dw " << i;
   }
 }
