@@ -460,18 +460,39 @@ Tensor MixedOp::backward(const Tensor& dy, float* dalpha, const PassContext& ctx
   if (drelu.defined()) accumulate(dx, relu_backward(x_, drelu));
   if (!dx.defined()) dx = Tensor::zeros(x_.shape(), x_.device());
   if (want_alpha) {
-    const std::vector<float> host = partials.to_host();
-    std::vector<double> g(K, 0.0);  // g_k = <dy, o_k>, zero for 'none'
-    for (int k = 0; k < K; ++k) {
-      if (ops_[k] == OpKind::None) continue;
-      for (int c = 0; c < C; ++c) g[k] += host[static_cast<std::size_t>(k) * C + c];
-    }
-    double wg = 0.0;
-    for (int k = 0; k < K; ++k) wg += w_[k] * g[k];
-    for (int k = 0; k < K; ++k) dalpha[k] += static_cast<float>(w_[k] * (g[k] - wg));
+    if (ctx.alpha_queue)
+      ctx.alpha_queue->push(std::move(partials), w_, ops_, dalpha);
+    else
+      AlphaGradQueue::apply(partials.to_host().data(), C, w_, ops_, dalpha);
   }
   x_ = Tensor();
   return dx;
+}
+
+void AlphaGradQueue::apply(const float* partials, int C, const std::vector<float>& w, const std::vector<OpKind>& ops,
+                           float* dalpha) {
+  const int K = static_cast<int>(ops.size());
+  std::vector<double> g(K, 0.0);  // g_k = <dy, o_k>, zero for 'none'
+  for (int k = 0; k < K; ++k) {
+    if (ops[k] == OpKind::None) continue;
+    for (int c = 0; c < C; ++c) g[k] += partials[static_cast<std::size_t>(k) * C + c];
+  }
+  double wg = 0.0;
+  for (int k = 0; k < K; ++k) wg += w[k] * g[k];
+  for (int k = 0; k < K; ++k) dalpha[k] += static_cast<float>(w[k] * (g[k] - wg));
+}
+
+void AlphaGradQueue::push(Tensor partials, std::vector<float> w, std::vector<OpKind> ops, float* dalpha) {
+  KT_CHECK(partials.defined() && partials.ndim() == 2 && partials.dim(0) == static_cast<int>(ops.size()) &&
+               w.size() == ops.size() && dalpha != nullptr,
+           InvalidArgument, "nas: alpha-gradient terms must be [ops, channels] with one weight per op");
+  entries_.push_back(Entry{std::move(partials), std::move(w), std::move(ops), dalpha});
+}
+
+void AlphaGradQueue::flush() {
+  std::vector<Entry> entries;
+  entries.swap(entries_);  // cleared even if a read throws
+  for (const Entry& e : entries) apply(e.partials.to_host().data(), e.partials.dim(1), e.w, e.ops, e.dalpha);
 }
 
 // ================================================================= cell
@@ -602,7 +623,8 @@ PassResult Supernet::forward_backward(const Tensor& x, const Tensor& labels, boo
   Tensor logits = forward(x, true);
   auto ce = softmax_cross_entropy(logits, labels, true);
   PassResult r{ce.loss, ce.correct, x.dim(0)};
-  PassContext ctx{&params_, &buffers_, true, grad_weights, grad_alpha};
+  AlphaGradQueue alpha_terms;
+  PassContext ctx{&params_, &buffers_, true, grad_weights, grad_alpha, &alpha_terms};
   if (grad_weights) params_.grads().zero();
   std::fill(alpha_grad_.begin(), alpha_grad_.end(), 0.0f);
   const int K = num_ops(), E = num_edges();
@@ -621,6 +643,7 @@ PassResult Supernet::forward_backward(const Tensor& x, const Tensor& labels, boo
     ds[i + 1] = Tensor();
   }
   if (grad_weights) stem_->backward(x, ds[0], ctx);
+  alpha_terms.flush();
   states_.clear();
   pooled_ = Tensor();
   return r;

@@ -71,6 +71,29 @@ class ParamStore {
   Tensor values_, grads_;
 };
 
+/// The architecture-gradient terms of the mixed ops of one backward pass, read back from the device together
+/// at the end of the pass: a read per mixed op would drain a GPU's queue once per edge.
+class AlphaGradQueue {
+ public:
+  /// Queues dalpha[k] += w[k] (g_k - sum_j w[j] g_j), g_k = the sum of row k of `partials` [K, C] (0 where the
+  /// op is 'none'); `dalpha` must stay valid until flush().
+  void push(Tensor partials, std::vector<float> w, std::vector<OpKind> ops, float* dalpha);
+  /// Applies and clears everything queued (one device read per entry, after the pass's last launch).
+  void flush();
+  /// The update of one mixed op from its partial sums on the host (also MixedOp's path without a queue).
+  static void apply(const float* partials, int C, const std::vector<float>& w, const std::vector<OpKind>& ops,
+                    float* dalpha);
+
+ private:
+  struct Entry {
+    Tensor partials;
+    std::vector<float> w;
+    std::vector<OpKind> ops;
+    float* dalpha;
+  };
+  std::vector<Entry> entries_;
+};
+
 /// What a forward/backward pass may touch.
 struct PassContext {
   ParamStore* params = nullptr;
@@ -78,6 +101,7 @@ struct PassContext {
   bool training = true;
   bool param_grads = true;         ///< accumulate weight gradients
   bool alpha_grads = true;         ///< compute architecture gradients
+  AlphaGradQueue* alpha_queue = nullptr;  ///< where mixed ops leave their alpha terms; none: applied at once
 };
 
 namespace detail {
