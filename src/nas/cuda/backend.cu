@@ -1,16 +1,25 @@
 // CUDA twins of the nas ops (kernels + cuBLAS), raw-pointer entry points declared in ../cuda_backend.hpp.
-// Backward passes gather instead of scattering wherever possible, so results are deterministic; the
-// max-pool backward uses the same "first maximum in row-major window order" rule as the CPU.
+// Backward passes gather instead of scattering wherever possible, and split reductions add their float partial
+// sums in a fixed order, so the float results are reproducible run to run (the per-channel batch-norm and dot
+// sums are accumulated in double, whose rounding to float hides the order in all but rare ties); the max-pool
+// backward uses the same "first maximum in row-major window order" rule as the CPU.
+// Everything runs on the legacy default stream, so launch order is execution order. The scratch buffers and the
+// reduction accumulator below are process-wide: the entry points that use them hold one backend mutex for their
+// whole body, so two engines on two host threads cannot interleave inside them.
+// KT_CUDA_SYNC=1 in the environment synchronises after every launch, so a kernel fault is reported by the
+// kernel that caused it (for first runs on a new device, with compute-sanitizer).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "../cuda_backend.hpp"
 #include "kubetune/core/error.hpp"
+#include "kubetune/nas/tensor.hpp"
 
 namespace kubetune::nas::cuda {
 
@@ -32,7 +41,21 @@ inline int blocks_for(std::int64_t n) {
   std::int64_t b = (n + kThreads - 1) / kThreads;
   return static_cast<int>(b < 65535 * 16 ? (b < 1 ? 1 : b) : 65535 * 16);
 }
-inline void check_launch() { KT_CUDA_OK(cudaGetLastError()); }
+inline void check_launch() {
+  KT_CUDA_OK(cudaGetLastError());
+  static const bool sync = [] {
+    const char* v = std::getenv("KT_CUDA_SYNC");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  if (sync) KT_CUDA_OK(cudaDeviceSynchronize());
+}
+
+/// The one lock of the process-wide scratch state (recursive: entry points call each other).
+std::recursive_mutex& backend_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+#define KT_BACKEND_LOCK const std::lock_guard<std::recursive_mutex> backend_lock_(backend_mutex())
 
 cublasHandle_t blas() {
   static cublasHandle_t h = nullptr;
@@ -53,17 +76,39 @@ void gemm_rm_batched(bool ta, bool tb, int M, int N, int K, float alpha, const f
                                          K, &alpha, B, ldb, sB, A, lda, sA, &beta, C, ldc, sC, batch));
 }
 
-/// Scratch buffer reused between calls (grown on demand).
-float* scratch(std::size_t floats, int slot) {
-  static void* ptr[2] = {nullptr, nullptr};
-  static std::size_t cap[2] = {0, 0};
-  if (floats > cap[slot]) {
-    if (ptr[slot]) cudaFree(ptr[slot]);
-    KT_CUDA_OK(cudaMalloc(&ptr[slot], floats * sizeof(float)));
-    cap[slot] = floats;
+/// Grows a device buffer to at least `bytes` (contents not kept). The old block is freed first (cudaFree
+/// synchronises, so no queued kernel still uses it) and forgotten, so a failed growth never leaves a freed
+/// pointer behind; out of memory, the tensor pool's cache is dropped and the allocation retried once.
+void* grow(void*& ptr, std::size_t& cap, std::size_t bytes) {
+  if (bytes <= cap && ptr) return ptr;
+  if (ptr) cudaFree(ptr);
+  ptr = nullptr;
+  cap = 0;
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    pool_release_cached(Device::CUDA);
+    e = cudaMalloc(&p, bytes);
   }
-  return static_cast<float*>(ptr[slot]);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it so that the next launch check does not report it
+    KT_THROW(Error, "nas cuda: scratch buffer of ", bytes, " bytes: ", cudaGetErrorString(e));
+  }
+  ptr = p;
+  cap = bytes;
+  return p;
 }
+
+/// Scratch buffers reused between calls (grown on demand), one per use so that a call can hold several.
+/// Callers hold the backend lock.
+enum Slot { kColumns, kBatchPartials, kDepthwisePartials, kSmall, kSlots };
+void* scratch_bytes(std::size_t bytes, Slot slot) {
+  static void* ptr[kSlots] = {};
+  static std::size_t cap[kSlots] = {};
+  return grow(ptr[slot], cap[slot], bytes);
+}
+float* scratch(std::size_t floats, Slot slot) { return static_cast<float*>(scratch_bytes(floats * sizeof(float), slot)); }
 
 #define GRID_STRIDE(i, n) for (std::int64_t i = blockIdx.x * (std::int64_t)blockDim.x + threadIdx.x; i < (n); i += (std::int64_t)blockDim.x * gridDim.x)
 
@@ -217,9 +262,10 @@ __global__ void k_dw_bwd_x(const float* w, const float* dy, float* dx, int N, in
     dx[i] = s;
   }
 }
-/// Blocks (c * k * k + kh * k + kw, slice): dw += sum over this slice of (n, oh, ow) of dy * x, added atomically.
-__global__ void k_dw_bwd_w(const float* x, const float* dy, float* dw, int N, int C, int H, int W, int k, int stride,
-                           int pad, int dil, int Ho, int Wo, bool relu_in) {
+/// Blocks (c * k * k + kh * k + kw, slice): the sum over this slice of (n, oh, ow) of dy * x, added to dw when
+/// there is one slice, else written to part[idx * slices + slice] for k_dw_sum_slices (a fixed order).
+__global__ void k_dw_bwd_w(const float* x, const float* dy, float* dw, float* part, int N, int C, int H, int W, int k,
+                           int stride, int pad, int dil, int Ho, int Wo, bool relu_in) {
   const int idx = blockIdx.x;  // c * k * k + kh * k + kw
   const int c = idx / (k * k), kh = (idx / k) % k, kw = idx % k;
   const std::int64_t per = (std::int64_t)Ho * Wo, total = (std::int64_t)N * per;
@@ -243,7 +289,18 @@ __global__ void k_dw_bwd_w(const float* x, const float* dy, float* dw, int N, in
   if (threadIdx.x == 0) {
     float t = 0.f;
     for (int i = 0; i < (int)(blockDim.x >> 5); ++i) t += sh[i];
-    atomicAdd(dw + idx, t);
+    if (gridDim.y == 1)
+      dw[idx] += t;
+    else
+      part[(std::int64_t)idx * gridDim.y + blockIdx.y] = t;
+  }
+}
+/// dw[i] += sum over s of part[i * slices + s], in slice order.
+__global__ void k_dw_sum_slices(const float* part, float* dw, int slices, int n) {
+  GRID_STRIDE(i, n) {
+    float s = 0.f;
+    for (int j = 0; j < slices; ++j) s += part[i * slices + j];
+    dw[i] += s;
   }
 }
 
@@ -272,7 +329,7 @@ __global__ void k_bn_apply(const float* x, float* y, const float* gamma, const f
     const int c = (int)((i / HW) % C);
     const float a = invstd[c] * (gamma ? gamma[c] : 1.f), b = (beta ? beta[c] : 0.f) - mean[c] * a;
     const float v = x[i] * a + b;  // the training forward normalises with this kernel too: bit-identical
-    y[i] = relu && v < 0.f ? 0.f : v;
+    y[i] = relu ? (v > 0.f ? v : 0.f) : v;  // as the CPU: NaN and -0 map to 0
   }
 }
 // Per-channel reductions split over (slice, channel) blocks so that a small channel count still fills the
@@ -402,6 +459,11 @@ __global__ void k_maxpool_f(const float* x, float* y, int N, int C, int H, int W
     y[i] = xs[window_argmax(xs, H, W, oh, ow, stride)];
   }
 }
+/// The outputs o in [lo, hi] whose 3x3 window (o * stride - 1 .. o * stride + 1) covers input position i.
+__device__ inline void covering(int i, int stride, int n_out, int& lo, int& hi) {
+  lo = i <= 1 ? 0 : (i - 1 + stride - 1) / stride;
+  hi = min(n_out - 1, (i + 1) / stride);
+}
 __global__ void k_maxpool_b(const float* x, const float* dy, float* dx, int N, int C, int H, int W, int stride, int Ho,
                             int Wo) {
   const std::int64_t total = (std::int64_t)N * C * H * W;
@@ -409,14 +471,13 @@ __global__ void k_maxpool_b(const float* x, const float* dy, float* dx, int N, i
     int iw = i % W, ih = (i / W) % H;
     std::int64_t p = i / ((std::int64_t)H * W);
     const float* xs = x + p * H * W;
+    int oh0, oh1, ow0, ow1;
+    covering(ih, stride, Ho, oh0, oh1);
+    covering(iw, stride, Wo, ow0, ow1);
     float s = 0.f;
-    for (int oh = 0; oh < Ho; ++oh) {
-      if (ih < oh * stride - 1 || ih > oh * stride + 1) continue;
-      for (int ow = 0; ow < Wo; ++ow) {
-        if (iw < ow * stride - 1 || iw > ow * stride + 1) continue;
+    for (int oh = oh0; oh <= oh1; ++oh)
+      for (int ow = ow0; ow <= ow1; ++ow)
         if (window_argmax(xs, H, W, oh, ow, stride) == ih * W + iw) s += dy[p * Ho * Wo + oh * Wo + ow];
-      }
-    }
     dx[i] = s;
   }
 }
@@ -439,12 +500,13 @@ __global__ void k_avgpool_b(const float* dy, float* dx, int N, int C, int H, int
   GRID_STRIDE(i, total) {
     int iw = i % W, ih = (i / W) % H;
     std::int64_t p = i / ((std::int64_t)H * W);
+    int oh0, oh1, ow0, ow1;
+    covering(ih, stride, Ho, oh0, oh1);
+    covering(iw, stride, Wo, ow0, ow1);
     float s = 0.f;
-    for (int oh = 0; oh < Ho; ++oh) {
-      if (ih < oh * stride - 1 || ih > oh * stride + 1) continue;
+    for (int oh = oh0; oh <= oh1; ++oh) {
       int h0 = max(oh * stride - 1, 0), h1 = min(oh * stride + 1, H - 1);
-      for (int ow = 0; ow < Wo; ++ow) {
-        if (iw < ow * stride - 1 || iw > ow * stride + 1) continue;
+      for (int ow = ow0; ow <= ow1; ++ow) {
         int w0 = max(ow * stride - 1, 0), w1 = min(ow * stride + 1, W - 1);
         s += dy[p * Ho * Wo + oh * Wo + ow] / (float)((h1 - h0 + 1) * (w1 - w0 + 1));
       }
@@ -548,7 +610,13 @@ void* raw_alloc(std::size_t bytes) {
   if (e == cudaSuccess) return p;
   cudaGetLastError();  // clear the error
   if (e == cudaErrorMemoryAllocation) return nullptr;  // the pool drops its cache and retries
-  KT_THROW(Unsupported, "nas: no usable CUDA device: ", cudaGetErrorString(e));
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorInitializationError ||
+      e == cudaErrorDevicesUnavailable || e == cudaErrorNoKernelImageForDevice || e == cudaErrorSystemNotReady ||
+      e == cudaErrorCompatNotSupportedOnDevice)
+    KT_THROW(Unsupported, "nas: no usable CUDA device: ", cudaGetErrorString(e));
+  // anything else is an earlier failure surfacing here (a kernel fault is sticky): KT_CUDA_SYNC=1 pins it down
+  KT_THROW(Error, "nas cuda: allocating ", bytes, " bytes: ", cudaGetErrorString(e),
+           " (an earlier kernel may have failed; rerun with KT_CUDA_SYNC=1)");
 }
 void raw_free(void* p) noexcept { cudaFree(p); }
 void memcpy(void* dst, const void* src, std::size_t bytes, Copy kind) {
@@ -565,20 +633,22 @@ void synchronize() { KT_CUDA_OK(cudaDeviceSynchronize()); }
 
 void conv2d_fwd(const float* x, const float* w, float* y, int N, int Cin, int H, int W, int Cout, int k, int stride,
                 int pad, int Ho, int Wo) {
+  KT_BACKEND_LOCK;
   const int K = Cin * k * k, P = Ho * Wo;
-  float* col = scratch((std::size_t)N * K * P, 0);
+  float* col = scratch((std::size_t)N * K * P, kColumns);
   k_im2col<<<blocks_for((std::int64_t)N * K * P), kThreads>>>(x, col, N, Cin, H, W, k, stride, pad, Ho, Wo);
   check_launch();
   gemm_rm_batched(false, false, Cout, P, K, 1.f, w, K, 0, col, P, (long long)K * P, 0.f, y, P, (long long)Cout * P, N);
 }
 void conv2d_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int Cin, int H, int W,
                 int Cout, int k, int stride, int pad, int Ho, int Wo) {
+  KT_BACKEND_LOCK;
   const int K = Cin * k * k, P = Ho * Wo;
-  float* col = scratch((std::size_t)N * K * P, 0);
+  float* col = scratch((std::size_t)N * K * P, kColumns);
   if (dw) {
     k_im2col<<<blocks_for((std::int64_t)N * K * P), kThreads>>>(x, col, N, Cin, H, W, k, stride, pad, Ho, Wo);
     check_launch();
-    float* part = scratch((std::size_t)N * Cout * K, 1);
+    float* part = scratch((std::size_t)N * Cout * K, kBatchPartials);
     gemm_rm_batched(false, true, Cout, K, P, 1.f, dy, P, (long long)Cout * P, col, P, (long long)K * P, 0.f, part, K,
                     (long long)Cout * K, N);
     k_sum_batches<<<blocks_for((std::int64_t)Cout * K), kThreads>>>(part, dw, N, (std::int64_t)Cout * K);
@@ -596,6 +666,7 @@ void dwconv_fwd(const float* x, const float* w, float* y, int N, int C, int H, i
 }
 void dwconv_bwd(const float* x, const float* w, const float* dy, float* dx, float* dw, int N, int C, int H, int W,
                 int k, int stride, int pad, int dil, int Ho, int Wo, bool relu_in) {
+  KT_BACKEND_LOCK;
   k_dw_bwd_x<<<blocks_for((std::int64_t)N * C * H * W), kThreads>>>(w, dy, dx, N, C, H, W, k, stride, pad, dil, Ho,
                                                                      Wo);
   check_launch();
@@ -603,9 +674,15 @@ void dwconv_bwd(const float* x, const float* w, const float* dy, float* dx, floa
     const std::int64_t total = (std::int64_t)N * Ho * Wo;
     std::int64_t slices = (total + 8191) / 8192;  // about 8k products per block
     slices = slices < 1 ? 1 : (slices > 64 ? 64 : slices);
-    k_dw_bwd_w<<<dim3(C * k * k, (unsigned)slices), kThreads>>>(x, dy, dw, N, C, H, W, k, stride, pad, dil, Ho, Wo,
-                                                                  relu_in);
+    const int taps = C * k * k;
+    float* part = slices > 1 ? scratch((std::size_t)taps * slices, kDepthwisePartials) : nullptr;
+    k_dw_bwd_w<<<dim3(taps, (unsigned)slices), kThreads>>>(x, dy, dw, part, N, C, H, W, k, stride, pad, dil, Ho, Wo,
+                                                             relu_in);
     check_launch();
+    if (slices > 1) {
+      k_dw_sum_slices<<<blocks_for(taps), kThreads>>>(part, dw, (int)slices, taps);
+      check_launch();
+    }
   }
 }
 void pw_fwd(const float* x, const float* w, float* y, int N, int Cin, int Cout, int HW) {
@@ -616,7 +693,8 @@ void pw_bwd(const float* x, const float* w, const float* dy, float* dx, float* d
   gemm_rm_batched(true, false, Cin, HW, Cout, 1.f, w, Cin, 0, dy, HW, (long long)Cout * HW, 0.f, dx, HW,
                   (long long)Cin * HW, N);
   if (dw) {
-    float* part = scratch((std::size_t)N * Cout * Cin, 1);
+    KT_BACKEND_LOCK;
+    float* part = scratch((std::size_t)N * Cout * Cin, kBatchPartials);
     gemm_rm_batched(false, true, Cout, Cin, HW, 1.f, dy, HW, (long long)Cout * HW, x, HW, (long long)Cin * HW, 0.f,
                     part, Cin, (long long)Cout * Cin, N);
     k_sum_batches<<<blocks_for((std::int64_t)Cout * Cin), kThreads>>>(part, dw, N, (std::int64_t)Cout * Cin);
@@ -638,13 +716,15 @@ struct ReduceScratch {
   double* acc;
   float* coef;
 };
+/// Callers hold the backend lock.
 ReduceScratch reduce_scratch(int C) {
   static void* ptr = nullptr;
+  static std::size_t bytes_cap = 0;
   static int cap = 0;
-  if (C > cap) {
-    if (ptr) cudaFree(ptr);  // synchronises: no kernel still uses the old buffer
+  if (C > cap || !ptr) {
+    cap = 0;
     const std::size_t bytes = (std::size_t)C * (2 * sizeof(double) + 3 * sizeof(float));
-    KT_CUDA_OK(cudaMalloc(&ptr, bytes));
+    grow(ptr, bytes_cap, bytes);
     KT_CUDA_OK(cudaMemset(ptr, 0, bytes));
     cap = C;
   }
@@ -665,6 +745,7 @@ void bn_fwd(const float* x, float* y, const float* gamma, const float* beta, flo
     check_launch();
     return;
   }
+  KT_BACKEND_LOCK;
   const std::int64_t M = (std::int64_t)N * HW;
   ReduceScratch r = reduce_scratch(C);
   k_bn_stats<<<dim3(reduce_slices(M), C), kThreads>>>(x, r.acc, N, C, HW);
@@ -675,6 +756,7 @@ void bn_fwd(const float* x, float* y, const float* gamma, const float* beta, flo
 }
 void bn_bwd(const float* x, const float* dy, float* dx, const float* gamma, const float* mean, const float* invstd,
             float* dgamma, float* dbeta, int N, int C, int HW, float scale, float* dotp, const float* beta) {
+  KT_BACKEND_LOCK;
   const std::int64_t M = (std::int64_t)N * HW;
   ReduceScratch r = reduce_scratch(C);
   k_bn_bwd_sums<<<dim3(reduce_slices(M), C), kThreads>>>(x, dy, mean, r.acc, N, C, HW);
@@ -692,6 +774,7 @@ void bn_apply(const float* x, float* y, const float* gamma, const float* beta, c
   check_launch();
 }
 void channel_dots(const float* x, const float* dy, float* out, int N, int C, int HW) {
+  KT_BACKEND_LOCK;
   ReduceScratch r = reduce_scratch(C);
   k_channel_dot_sums<<<dim3(reduce_slices((std::int64_t)N * HW), C), kThreads>>>(x, dy, r.acc, N, C, HW);
   check_launch();
@@ -757,18 +840,15 @@ void softmax_ce(const float* logits, const float* labels, int N, int K, float* d
   for (int n = 0; n < N; ++n)
     KT_CHECK(lab[n] >= 0 && lab[n] < K, InvalidArgument, "softmax_cross_entropy: label ", lab[n], " at row ", n,
              " outside [0, ", K, ")");
-  double* dl = nullptr;
-  int* dc = nullptr;
-  KT_CUDA_OK(cudaMalloc(&dl, N * sizeof(double)));
-  KT_CUDA_OK(cudaMalloc(&dc, N * sizeof(int)));
+  KT_BACKEND_LOCK;
+  double* dl = static_cast<double*>(scratch_bytes((std::size_t)N * (sizeof(double) + sizeof(int)), kSmall));
+  int* dc = reinterpret_cast<int*>(dl + N);
   k_softmax_ce<<<blocks_for(N), kThreads>>>(logits, labels, N, K, dlogits, dl, dc);
   check_launch();
   std::vector<double> hl(N);
   std::vector<int> hc(N);
   KT_CUDA_OK(cudaMemcpy(hl.data(), dl, N * sizeof(double), cudaMemcpyDeviceToHost));
   KT_CUDA_OK(cudaMemcpy(hc.data(), dc, N * sizeof(int), cudaMemcpyDeviceToHost));
-  cudaFree(dl);
-  cudaFree(dc);
   double s = 0;
   int c = 0;
   for (int n = 0; n < N; ++n) {
@@ -791,14 +871,13 @@ void weighted_sum(const float* const* xs, const float* w, int K, float* y, std::
   check_launch();
 }
 void batched_dot(const float* const* xs, const float* dy, int K, std::int64_t n, double* out) {
-  double* d = nullptr;
-  KT_CUDA_OK(cudaMalloc(&d, kMaxFused * sizeof(double)));
+  KT_BACKEND_LOCK;
+  double* d = static_cast<double*>(scratch_bytes(kMaxFused * sizeof(double), kSmall));
   KT_CUDA_OK(cudaMemset(d, 0, kMaxFused * sizeof(double)));
   const int blocks = blocks_for(n) < 1024 ? blocks_for(n) : 1024;
   k_batched_dot<<<blocks, kThreads>>>(fused(xs, nullptr, K), K, dy, n, d);
   check_launch();
   KT_CUDA_OK(cudaMemcpy(out, d, K * sizeof(double), cudaMemcpyDeviceToHost));
-  cudaFree(d);
 }
 double dot(const float* a, const float* b, std::int64_t n) {
   double r = 0;
