@@ -56,7 +56,8 @@ fi
 
 if [[ -n "$BIN" ]]; then
   step "nas tests with CUDA (twins must RUN, not skip)"
-  "$BIN/kubetune_test_nas" --gtest_brief=1 2>&1 | tee "$OUT/test_nas.txt"
+  # KT_CUDA_SYNC=1: a kernel fault is reported by the kernel that caused it, not by a later call
+  KT_CUDA_SYNC=1 "$BIN/kubetune_test_nas" --gtest_brief=1 2>&1 | tee "$OUT/test_nas.txt"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || fail "kubetune_test_nas"
   if grep -q "Skipped" "$OUT/test_nas.txt" && grep -B2 "Skipped" "$OUT/test_nas.txt" | grep -q "NasCudaTwins\|cuda_twins"; then
     fail "CUDA twin tests were skipped (no usable GPU?)"
