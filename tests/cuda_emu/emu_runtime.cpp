@@ -14,6 +14,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -64,9 +65,16 @@ struct Allocation {
   std::size_t bytes;
   bool device;  // false: cudaMallocHost (pinned host memory, also reachable from kernels)
 };
+/// Freed device blocks stay allocated (poisoned) for a while, so a stale pointer cannot land in a new
+/// allocation that reused the address; the oldest leave once they exceed this many bytes.
+constexpr std::size_t kQuarantineBytes = std::size_t{64} << 20;
+
 struct Memory {
   std::mutex mu;
   std::map<std::uintptr_t, Allocation> blocks;
+  std::map<std::uintptr_t, std::size_t> quarantine;  // freed blocks: base -> bytes
+  std::deque<std::uintptr_t> quarantine_order;
+  std::size_t quarantine_bytes = 0;
   std::size_t device_bytes = 0;
   std::size_t limit = SIZE_MAX;
   std::set<cudaStream_t> streams;
@@ -107,6 +115,25 @@ bool range_ok_locked(Memory& m, const void* p, std::size_t bytes, bool device) {
   const Allocation* a = find_locked(m, p, &base);
   if (!a || a->device != device) return false;
   return bytes <= a->bytes - (reinterpret_cast<std::uintptr_t>(p) - base);
+}
+bool in_quarantine_locked(Memory& m, const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  auto it = m.quarantine.upper_bound(a);
+  if (it == m.quarantine.begin()) return false;
+  --it;
+  return a - it->first <= it->second;
+}
+void quarantine_locked(Memory& m, std::uintptr_t base, std::size_t bytes) {
+  m.quarantine[base] = bytes;
+  m.quarantine_order.push_back(base);
+  m.quarantine_bytes += bytes;
+  while (m.quarantine_bytes > kQuarantineBytes && !m.quarantine_order.empty()) {
+    const std::uintptr_t oldest = m.quarantine_order.front();
+    m.quarantine_order.pop_front();
+    m.quarantine_bytes -= m.quarantine[oldest];
+    m.quarantine.erase(oldest);
+    std::free(reinterpret_cast<void*>(oldest));
+  }
 }
 bool is_device_locked(Memory& m, const void* p) {
   const Allocation* a = find_locked(m, p);
@@ -505,9 +532,10 @@ void check_kernel_pointer(const LaunchConfig& cfg, std::size_t index, const void
   Memory& mem = memory();
   std::lock_guard<std::mutex> lock(mem.mu);
   if (!find_locked(mem, ptr))
-    fatal("kernel '%s' (launched at %s:%d): argument %zu = %p is not in any live device allocation (a host pointer, "
-          "or memory already released with cudaFree)",
-          cfg.kernel, cfg.file, cfg.line, index, ptr);
+    fatal("kernel '%s' (launched at %s:%d): argument %zu = %p is not in any live device allocation (%s)", cfg.kernel,
+          cfg.file, cfg.line, index, ptr,
+          in_quarantine_locked(mem, ptr) ? "it points into memory already released with cudaFree"
+                                         : "a host pointer?");
 }
 
 int block_barrier(int predicate) {
@@ -602,8 +630,8 @@ cudaError_t cudaFree(void* ptr) {
   if (it == m.blocks.end() || !it->second.device) return fail(cudaErrorInvalidValue);
   std::memset(ptr, kt_emu::kPoison, it->second.bytes);  // stale reads through a kept pointer show up as well
   m.device_bytes -= it->second.bytes;
+  kt_emu::quarantine_locked(m, it->first, it->second.bytes);
   m.blocks.erase(it);
-  std::free(ptr);
   kt_emu::count([](kt_emu::Stats& s) {
     ++s.frees;
     ++s.host_syncs;

@@ -349,7 +349,8 @@ TEST_F(CudaEmulatorDeathTest, HostAndFreedPointersAreRejectedAtLaunch) {
   float* d = nullptr;
   ASSERT_EQ(cudaMalloc(&d, 32 * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaFree(d), cudaSuccess);
-  EXPECT_DEATH(k_touch<<<1, 32>>>(d), "argument 0 .*not in any live device allocation");
+  EXPECT_DEATH(k_touch<<<1, 32>>>(d), "argument 0 .*not in any live device allocation \\(it points into memory "
+                                      "already released with cudaFree\\)");
   EXPECT_DEATH(__syncthreads(), "__syncthreads called outside a kernel");
 }
 

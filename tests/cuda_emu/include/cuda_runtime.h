@@ -19,7 +19,8 @@
 //    intrinsics, a deadlock) aborts the process with a message naming the kernel, block and threads.
 //  * __shared__ memory is per block and is filled with 0x7f bytes when each block starts; cudaMalloc'd memory
 //    is filled with 0x7f bytes (about 3.4e38 as float, so uninitialised reads show up in comparisons), and so
-//    is memory released by cudaFree.
+//    is memory released by cudaFree, which stays reserved (up to 64 MiB, oldest first) so that a stale pointer
+//    does not land in a new allocation.
 //  * Device allocations are tracked: a non-null pointer kernel argument must point into a live allocation
 //    (catches host pointers and use after cudaFree), and cudaMemcpy/cudaMemset ranges must lie inside one
 //    allocation on the side their kind names (cudaErrorInvalidValue otherwise). kt_emu::set_memory_limit
@@ -52,6 +53,8 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+
+#include "kt_cuda_emu.hpp"
 
 // ------------------------------------------------------------------------------------------------ types
 // The runtime's error codes that host code tests for (values as in the CUDA runtime), with their messages.
@@ -293,23 +296,6 @@ void operator*(void (*kernel)(P...), PendingLaunch<A...>&& pending) {
   detail::run_grid(
       pending.cfg, [](void* c) { std::apply(static_cast<Ctx*>(c)->kernel, *static_cast<Ctx*>(c)->args); }, &ctx);
 }
-
-/// Test hooks and counters (not part of CUDA).
-struct Stats {
-  long long launches = 0;         ///< kernel launches that ran
-  long long parallel_blocks = 0;  ///< blocks that needed one fiber per thread (they synchronised)
-  long long blas_calls = 0;       ///< cuBLAS GEMM calls
-  long long mallocs = 0, frees = 0;
-  long long host_syncs = 0;  ///< calls that would block the host on a GPU (D2H copies, cudaFree, synchronise)
-  std::size_t bytes_in_use = 0;
-};
-Stats stats();
-/// cudaMalloc fails with cudaErrorMemoryAllocation once `bytes` would be exceeded (SIZE_MAX: no limit).
-void set_memory_limit(std::size_t bytes);
-/// True when [ptr, ptr + bytes) lies inside one live cudaMalloc allocation.
-bool is_device_range(const void* ptr, std::size_t bytes);
-/// Counts a cuBLAS call (used by the fake cuBLAS).
-void note_blas_call();
 
 }  // namespace kt_emu
 
