@@ -23,6 +23,15 @@
 // Context switch: a few instructions of assembly on x86-64 (ucontext's swapcontext makes a signal-mask
 // system call per switch, which dominated the run time); ucontext elsewhere, with shadow stacks (CET) or
 // under AddressSanitizer, whose stack bookkeeping knows ucontext but not a hand-made switch.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define KT_EMU_ASAN_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define KT_EMU_ASAN_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define KT_EMU_ASAN_POISON(p, n) ((void)(p), (void)(n))
+#define KT_EMU_ASAN_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #if defined(__x86_64__) && !defined(__CET__) && !defined(__SANITIZE_ADDRESS__) && !defined(KT_EMU_UCONTEXT)
 #define KT_EMU_ASM_SWITCH 1
 #else
@@ -116,6 +125,18 @@ bool range_ok_locked(Memory& m, const void* p, std::size_t bytes, bool device) {
   if (!a || a->device != device) return false;
   return bytes <= a->bytes - (reinterpret_cast<std::uintptr_t>(p) - base);
 }
+std::size_t rounded_size(std::size_t bytes) { return bytes ? (bytes + 255) / 256 * 256 : 256; }
+/// 256-byte aligned like cudaMalloc; under AddressSanitizer the rounding tail is unaddressable, so kernels
+/// that overrun the requested size are reported.
+void* aligned_block(std::size_t bytes) {
+  void* p = std::aligned_alloc(256, rounded_size(bytes));
+  if (p) KT_EMU_ASAN_POISON(static_cast<char*>(p) + bytes, rounded_size(bytes) - bytes);
+  return p;
+}
+void release_block(void* p, std::size_t bytes) {
+  KT_EMU_ASAN_UNPOISON(p, rounded_size(bytes));
+  std::free(p);
+}
 bool in_quarantine_locked(Memory& m, const void* p) {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   auto it = m.quarantine.upper_bound(a);
@@ -130,19 +151,15 @@ void quarantine_locked(Memory& m, std::uintptr_t base, std::size_t bytes) {
   while (m.quarantine_bytes > kQuarantineBytes && !m.quarantine_order.empty()) {
     const std::uintptr_t oldest = m.quarantine_order.front();
     m.quarantine_order.pop_front();
-    m.quarantine_bytes -= m.quarantine[oldest];
+    const std::size_t old_bytes = m.quarantine[oldest];
+    m.quarantine_bytes -= old_bytes;
     m.quarantine.erase(oldest);
-    std::free(reinterpret_cast<void*>(oldest));
+    release_block(reinterpret_cast<void*>(oldest), old_bytes);
   }
 }
 bool is_device_locked(Memory& m, const void* p) {
   const Allocation* a = find_locked(m, p);
   return a && a->device;
-}
-
-void* aligned_block(std::size_t bytes) {
-  const std::size_t rounded = (bytes + 255) / 256 * 256;  // cudaMalloc aligns to at least 256 bytes
-  return std::aligned_alloc(256, rounded ? rounded : 256);
 }
 
 // ------------------------------------------------------------------------------------------------ fibers
@@ -629,6 +646,7 @@ cudaError_t cudaFree(void* ptr) {
   auto it = m.blocks.find(reinterpret_cast<std::uintptr_t>(ptr));
   if (it == m.blocks.end() || !it->second.device) return fail(cudaErrorInvalidValue);
   std::memset(ptr, kt_emu::kPoison, it->second.bytes);  // stale reads through a kept pointer show up as well
+  KT_EMU_ASAN_POISON(ptr, it->second.bytes);            // and AddressSanitizer names them
   m.device_bytes -= it->second.bytes;
   kt_emu::quarantine_locked(m, it->first, it->second.bytes);
   m.blocks.erase(it);
@@ -656,8 +674,9 @@ cudaError_t cudaFreeHost(void* ptr) {
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.blocks.find(reinterpret_cast<std::uintptr_t>(ptr));
   if (it == m.blocks.end() || it->second.device) return fail(cudaErrorInvalidValue);
+  const std::size_t bytes = it->second.bytes;
   m.blocks.erase(it);
-  std::free(ptr);
+  kt_emu::release_block(ptr, bytes);
   return cudaSuccess;
 }
 

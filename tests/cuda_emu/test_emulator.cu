@@ -335,7 +335,8 @@ TEST_F(CudaEmulatorDeathTest, DivergentShufflesAbort) {
   EXPECT_DEATH(k_reads_lane_outside_mask<<<1, 32>>>(i.p), "thread 15 \\(lane 15\\) reads lane 16, which is not in "
                                                           "the mask");
   EXPECT_DEATH(k_barrier_and_shuffle_mixed<<<1, 64>>>(i.p), "divergent __shfl_down_sync.*waits at __syncthreads");
-  EXPECT_DEATH(k_shuffles<<<1, 48>>>(i.p, 32), "reads lane .*which does not exist");
+  DeviceBuffer<int> wide(4 * 48);
+  EXPECT_DEATH(k_shuffles<<<1, 48>>>(wide.p, 32), "reads lane .*which does not exist");
   EXPECT_DEATH(k_shuffle_vs_syncwarp<<<1, 32>>>(i.p),
                "divergent warp operations .*thread 0 calls __shfl_xor_sync .*thread 16, named in its mask, calls "
                "__syncwarp");

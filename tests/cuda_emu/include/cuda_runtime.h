@@ -37,8 +37,9 @@
 //  * asynchrony: every call completes before it returns; streams and events are accepted but everything is
 //    ordered, errors are reported at the call that caused them (a fault inside a kernel is a host crash at that
 //    spot, not a sticky error at a later call), and launch overhead or timing means nothing;
-//  * out-of-bounds accesses inside kernels other than through freed or host pointers (run the test under
-//    AddressSanitizer for that), device-side compile restrictions (nvcc still has to compile the .cu files:
+//  * out-of-bounds accesses inside kernels other than through freed or host pointers: build the test with
+//    -fsanitize=address for that (the emulator then marks each allocation's rounding tail and freed blocks
+//    unaddressable; fibers switch with ucontext, which ASan supports); device-side compile restrictions (nvcc still has to compile the .cu files:
 //    scripts/check_cuda_compile.sh), texture/surface memory, cooperative groups, dynamic parallelism.
 #pragma once
 
