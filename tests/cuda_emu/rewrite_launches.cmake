@@ -7,6 +7,8 @@
 #  * `extern __shared__ [__align__(n)] T name[];` becomes `static ::kt_emu::DynamicShared<T> name;`
 #    (a handle that converts to T* and indexes the launch's dynamic shared memory);
 #  * a `#line 1` directive keeps diagnostics and __FILE__ on the original file; no line is added or removed.
+# A "<<<" that is not followed by "config>>>(" with neither "<<<" nor ";" in the config (in a comment, say) is
+# left alone.
 cmake_minimum_required(VERSION 3.25)
 if(NOT DEFINED IN OR NOT DEFINED OUT)
   message(FATAL_ERROR "usage: cmake -DIN=<file.cu> -DOUT=<file.cpp> -P rewrite_launches.cmake")
@@ -14,7 +16,6 @@ endif()
 file(READ "${IN}" rest)
 
 set(out "#line 1 \"${IN}\"\n")
-set(launches 0)
 while(TRUE)
   string(FIND "${rest}" "<<<" open)
   if(open EQUAL -1)
@@ -24,22 +25,28 @@ while(TRUE)
   math(EXPR config_start "${open} + 3")
   string(SUBSTRING "${rest}" ${config_start} -1 rest)
   string(FIND "${rest}" ">>>" close)
-  if(close EQUAL -1)
-    message(FATAL_ERROR "${IN}: '<<<' without a closing '>>>'")
+  set(is_launch FALSE)
+  if(NOT close EQUAL -1)
+    string(SUBSTRING "${rest}" 0 ${close} config)
+    math(EXPR after "${close} + 3")
+    string(SUBSTRING "${rest}" ${after} -1 tail)
+    string(FIND "${config}" "<<<" nested)
+    string(FIND "${config}" ";" semicolon)
+    if(tail MATCHES "^[ \t\r\n]*\\(" AND nested EQUAL -1 AND semicolon EQUAL -1)
+      set(is_launch TRUE)
+    endif()
   endif()
-  string(SUBSTRING "${rest}" 0 ${close} config)
-  math(EXPR after "${close} + 3")
-  string(SUBSTRING "${rest}" ${after} -1 rest)
-  if(NOT rest MATCHES "^[ \t\r\n]*\\(")
-    message(FATAL_ERROR "${IN}: a kernel launch '<<<${config}>>>' must be followed by its argument list")
+  if(NOT is_launch)  # "<<<" in a comment or string, not a launch: keep it
+    string(APPEND out "${before}<<<")
+    continue()
   endif()
+  set(rest "${tail}")
   # The kernel's name for messages: the identifier (and template arguments) that ends the text before '<<<'.
   set(name "kernel")
   if(before MATCHES "([A-Za-z_][A-Za-z0-9_]*)[ \t\r\n]*(<[^;{}()<>]*>)?[ \t\r\n]*$")
     set(name "${CMAKE_MATCH_1}")
   endif()
   string(APPEND out "${before} * ::kt_emu::launch(\"${name}\", __FILE__, __LINE__, ${config})")
-  math(EXPR launches "${launches} + 1")
 endwhile()
 string(APPEND out "${rest}")
 

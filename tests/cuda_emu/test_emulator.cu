@@ -155,6 +155,7 @@ __global__ void k_shuffle_vs_syncwarp(int* out) {
 __global__ void k_touch(float* x) { x[threadIdx.x] += 1.f; }
 
 // ------------------------------------------------------------------------------------------------ launches
+// (The rewrite leaves launch-like text that is not a launch alone: <<<grid, block>>> here, or a lone <<<.)
 TEST(CudaEmulator, EveryBlockAndThreadRunsOnceWithItsIndices) {
   const dim3 grid(3, 2, 2), block(4, 2, 3);
   const int total = 3 * 2 * 2 * 4 * 2 * 3;

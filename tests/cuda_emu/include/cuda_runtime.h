@@ -39,8 +39,9 @@
 //    spot, not a sticky error at a later call), and launch overhead or timing means nothing;
 //  * out-of-bounds accesses inside kernels other than through freed or host pointers: build the test with
 //    -fsanitize=address for that (the emulator then marks each allocation's rounding tail and freed blocks
-//    unaddressable; fibers switch with ucontext, which ASan supports); device-side compile restrictions (nvcc still has to compile the .cu files:
-//    scripts/check_cuda_compile.sh), texture/surface memory, cooperative groups, dynamic parallelism.
+//    unaddressable; fibers switch with ucontext, which ASan supports);
+//  * device-side compile restrictions (nvcc still has to compile the .cu files: scripts/check_cuda_compile.sh),
+//    texture/surface memory, cooperative groups, dynamic parallelism, half precision.
 #pragma once
 
 #include <math.h>
