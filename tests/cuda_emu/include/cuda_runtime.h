@@ -41,7 +41,8 @@
 //    -fsanitize=address for that (the emulator then marks each allocation's rounding tail and freed blocks
 //    unaddressable; fibers switch with ucontext, which ASan supports);
 //  * device-side compile restrictions (nvcc still has to compile the .cu files: scripts/check_cuda_compile.sh),
-//    texture/surface memory, cooperative groups, dynamic parallelism, half precision.
+//    texture/surface memory, cooperative groups, dynamic parallelism, half precision, and kernels with
+//    default arguments (the launch calls the kernel through a function pointer: pass every argument).
 #pragma once
 
 #include <math.h>
