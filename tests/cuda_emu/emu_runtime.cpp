@@ -264,14 +264,22 @@ struct Machine {
   unsigned n = 0;  // threads per block
   unsigned current = 0;
   bool in_kernel = false;
+  bool reverse = false;  // blocks and threads in reverse order (set_reverse_order, KT_EMU_REVERSE_ORDER)
   bool parallel = false;
   bool sequential_done = false;
   std::vector<unsigned char> dynamic_shared;
 };
 Machine& machine() {
-  static Machine* m = new Machine;
+  static Machine* m = [] {
+    auto* mm = new Machine;
+    const char* env = std::getenv("KT_EMU_REVERSE_ORDER");
+    mm->reverse = env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0;
+    return mm;
+  }();
   return *m;
 }
+/// The i-th thread of a block in execution order.
+unsigned nth_thread(const Machine& m, unsigned i) { return m.reverse ? m.n - 1 - i : i; }
 
 const char* op_name(detail::WarpOp op) {
   switch (op) {
@@ -322,8 +330,8 @@ void ensure_stacks(Machine& m, std::size_t count) {
 /// Fiber 0 of every block: the threads one after another until one of them synchronises.
 void sequential_main() {
   Machine& m = machine();
-  for (unsigned t = 0; t < m.n; ++t) {
-    enter(m, t);
+  for (unsigned i = 0; i < m.n; ++i) {
+    enter(m, nth_thread(m, i));
     m.body(m.ctx);
     if (m.parallel) exit_thread(m);  // this thread switched the block to fibers and has now returned
   }
@@ -339,15 +347,16 @@ void thread_main() {
   exit_thread(m);
 }
 
-/// The current thread (running on fiber 0) is the first to synchronise: the threads before it have returned,
-/// the ones after it have not started.
+/// The current thread (running on fiber 0) is the first to synchronise: the threads before it (in execution
+/// order) have returned, the ones after it have not started.
 void go_parallel(Machine& m) {
   m.parallel = true;
   count([](Stats& s) { ++s.parallel_blocks; });
   ensure_stacks(m, m.n + 1);
   m.threads.assign(m.n, CudaThread{});
   for (unsigned u = 0; u < m.n; ++u) {
-    m.threads[u].state = u < m.current ? State::Exited : State::NotStarted;
+    const bool before = m.reverse ? u > m.current : u < m.current;
+    m.threads[u].state = before ? State::Exited : State::NotStarted;
     m.threads[u].fiber = u + 1;
   }
   m.threads[m.current].state = State::Runnable;
@@ -462,7 +471,8 @@ bool resolve(Machine& m) {
 
 void schedule(Machine& m) {
   for (;;) {
-    for (unsigned u = 0; u < m.n; ++u) {
+    for (unsigned i = 0; i < m.n; ++i) {
+      const unsigned u = nth_thread(m, i);
       CudaThread& t = m.threads[u];
       if (t.state == State::NotStarted) {
         context_start(m.fibers[t.fiber], m.stacks[t.fiber], thread_main);
@@ -535,10 +545,11 @@ void run_grid(const LaunchConfig& cfg, void (*body)(void*), void* ctx) {
   m.dynamic_shared.assign(cfg.shared_bytes, kPoison);
   ensure_stacks(m, 1);
   m.in_kernel = true;
+  const auto order = [&](unsigned i, unsigned extent) { return m.reverse ? extent - 1 - i : i; };
   for (unsigned z = 0; z < cfg.grid.z; ++z)
     for (unsigned y = 0; y < cfg.grid.y; ++y)
       for (unsigned x = 0; x < cfg.grid.x; ++x) {
-        blockIdx = uint3{x, y, z};
+        blockIdx = uint3{order(x, cfg.grid.x), order(y, cfg.grid.y), order(z, cfg.grid.z)};
         run_block(m);
       }
   m.in_kernel = false;
@@ -603,6 +614,16 @@ Stats stats() {
   std::lock_guard<std::mutex> lock(m.mu);
   s.bytes_in_use = m.device_bytes;
   return s;
+}
+bool reverse_order() {
+  Machine& m = machine();
+  std::lock_guard<std::mutex> lock(m.launch_mu);
+  return m.reverse;
+}
+void set_reverse_order(bool reverse) {
+  Machine& m = machine();
+  std::lock_guard<std::mutex> lock(m.launch_mu);
+  m.reverse = reverse;
 }
 void set_memory_limit(std::size_t bytes) {
   Memory& m = memory();

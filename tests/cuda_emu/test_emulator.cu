@@ -153,6 +153,11 @@ __global__ void k_shuffle_vs_syncwarp(int* out) {
   out[threadIdx.x] = v;
 }
 __global__ void k_touch(float* x) { x[threadIdx.x] += 1.f; }
+/// Races on purpose: the last block, and the last thread of each block, to write wins.
+__global__ void k_last_writer(int* out) {
+  out[0] = blockIdx.x;
+  out[1 + blockIdx.x] = threadIdx.x;
+}
 
 // ------------------------------------------------------------------------------------------------ launches
 // (The rewrite leaves launch-like text that is not a launch alone: <<<grid, block>>> here, or a lone <<<.)
@@ -218,6 +223,29 @@ TEST(CudaEmulator, BadConfigurationRunsNothingAndIsReportedOnce) {
   EXPECT_EQ(x.host(), std::vector<float>(4, 1.f));
   k_touch<<<1, 4, 0, reinterpret_cast<cudaStream_t>(&x)>>>(x.p);  // not a stream
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+}
+
+TEST(CudaEmulator, ReverseOrderChangesWhoWinsARace) {
+  const bool initial = kt_emu::reverse_order();
+  DeviceBuffer<int> out(5);
+  for (bool reverse : {false, true}) {
+    kt_emu::set_reverse_order(reverse);
+    k_last_writer<<<4, 8>>>(out.p);
+    const auto o = out.host();
+    EXPECT_EQ(o[0], reverse ? 0 : 3);
+    for (int b = 0; b < 4; ++b) EXPECT_EQ(o[1 + b], reverse ? 0 : 7);
+  }
+  // a reduction with barriers and shuffles gives the same (exact) sums either way
+  std::vector<float> h(2 * 64);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = (float)(i % 5);
+  DeviceBuffer<float> x(h), sums(2);
+  DeviceBuffer<int> counts(6);
+  k_block_sum<<<2, 64>>>(x.p, sums.p, counts.p);
+  const auto reversed = sums.host();
+  kt_emu::set_reverse_order(false);
+  k_block_sum<<<2, 64>>>(x.p, sums.p, counts.p);
+  EXPECT_EQ(sums.host(), reversed);
+  kt_emu::set_reverse_order(initial);
 }
 
 // ------------------------------------------------------------------------------------------------ synchronisation

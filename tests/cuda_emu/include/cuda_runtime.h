@@ -12,7 +12,9 @@
 //  * Blocks run one after another. Inside a block the threads run one after another on one fiber until a thread
 //    calls __syncthreads, __syncwarp or a warp shuffle; from then on every thread of that block gets its own
 //    fiber and the block runs barrier to barrier. A kernel that never synchronises therefore costs one plain
-//    call per thread, and no per-kernel marking is needed.
+//    call per thread, and no per-kernel marking is needed. kt_emu::set_reverse_order (or the environment
+//    variable KT_EMU_REVERSE_ORDER=1) runs blocks and threads last to first, so that a result which depends
+//    on the order (a race) changes between the two runs.
 //  * Barriers are strict: __syncthreads must be reached by every thread of the block, and a shuffle or
 //    __syncwarp by every existing lane named in its mask (same intrinsic, same mask, same width); a shuffle
 //    must read a lane that takes part. Anything else (a thread that returned early, lanes at different
@@ -30,7 +32,8 @@
 // What it does NOT model:
 //  * real scheduling and the memory model: threads of a block run in a fixed order and blocks never overlap,
 //    so a missing __syncthreads between a write and another thread's read, a race between blocks, or a
-//    non-atomic read-modify-write across blocks usually gives the "right" answer here;
+//    non-atomic read-modify-write across blocks usually gives the "right" answer here (the reversed order
+//    catches some of these, not all);
 //  * floating-point differences of the device: no FMA contraction as nvcc does it, host libm instead of the
 //    device math library (rsqrtf, expf, ... are exact-ish host versions), double-precision reference GEMM
 //    instead of cuBLAS's algorithms (tiling, split-K order, tensor-core modes);

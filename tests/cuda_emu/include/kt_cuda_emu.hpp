@@ -16,6 +16,11 @@ struct Stats {
   std::size_t bytes_in_use = 0;  ///< device bytes allocated now (cudaMalloc minus cudaFree)
 };
 Stats stats();
+/// Runs the blocks of every launch, and the threads of every block, last to first (default: first to last, or
+/// last to first when the environment variable KT_EMU_REVERSE_ORDER is set to anything but 0). A kernel whose
+/// result depends on that order has a race (between blocks, or between threads without a barrier).
+void set_reverse_order(bool reverse);
+bool reverse_order();
 /// cudaMalloc fails with cudaErrorMemoryAllocation once `bytes` would be exceeded (SIZE_MAX: no limit).
 void set_memory_limit(std::size_t bytes);
 /// True when [ptr, ptr + bytes) lies inside one live cudaMalloc allocation.
