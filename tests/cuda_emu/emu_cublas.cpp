@@ -2,7 +2,6 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -17,6 +16,8 @@ struct cublasContext {
 
 namespace {
 
+using kt_emu::fatal;
+
 std::mutex& handles_mu() {
   static std::mutex* m = new std::mutex;
   return *m;
@@ -28,18 +29,6 @@ std::set<cublasHandle_t>& handles() {
 bool live(cublasHandle_t h) {
   std::lock_guard<std::mutex> lock(handles_mu());
   return h != nullptr && handles().count(h) != 0;
-}
-
-[[noreturn]] __attribute__((format(printf, 1, 2))) void fatal(const char* fmt, ...) {
-  std::fflush(stdout);
-  std::fputs("kt_emu: ", stderr);
-  va_list ap;
-  va_start(ap, fmt);
-  std::vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
-  std::abort();
 }
 
 /// One column-major operand: `rows` x `cols` as stored (before the op), leading dimension `ld`.

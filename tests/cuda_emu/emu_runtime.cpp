@@ -48,9 +48,8 @@ extern "C" char __start_kt_emu_shared[] __attribute__((weak));
 extern "C" char __stop_kt_emu_shared[] __attribute__((weak));
 
 namespace kt_emu {
-namespace {
 
-[[noreturn]] __attribute__((format(printf, 1, 2))) void fatal(const char* fmt, ...) {
+void fatal(const char* fmt, ...) {
   std::fflush(stdout);
   std::fputs("kt_emu: ", stderr);
   va_list ap;
@@ -61,6 +60,8 @@ namespace {
   std::fflush(stderr);
   std::abort();
 }
+
+namespace {
 
 constexpr unsigned char kPoison = 0x7f;  // 0x7f7f7f7f is about 3.4e38 as a float
 thread_local cudaError_t last_error = cudaSuccess;

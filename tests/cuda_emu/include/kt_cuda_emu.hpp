@@ -27,5 +27,7 @@ void set_memory_limit(std::size_t bytes);
 bool is_device_range(const void* ptr, std::size_t bytes);
 /// Counts a cuBLAS call (used by the fake cuBLAS).
 void note_blas_call();
+/// Prints "kt_emu: " and the message to stderr and aborts (a misuse the emulator cannot continue past).
+[[noreturn]] __attribute__((format(printf, 1, 2))) void fatal(const char* fmt, ...);
 
 }  // namespace kt_emu
