@@ -50,6 +50,26 @@ std::pair<Tensor, Tensor> twin_randn(const std::vector<int>& shape, std::mt19937
   return {c, G(c)};
 }
 
+/// 3x3 max / average pooling (strides 1 and 2) and the stride-2 subsampling (both offsets that fit) of x,
+/// forward and backward, against their CPU twins.
+void expect_pool_twins(const Tensor& x, std::mt19937_64& rng) {
+  const int H = x.dim(2), W = x.dim(3);
+  for (int s : {1, 2}) {
+    Tensor ym = max_pool3x3_forward(x, s);
+    EXPECT_LT(twin_err(ym, max_pool3x3_forward(G(x), s)), kTwinTol);
+    Tensor r = randn(ym.shape(), rng);
+    EXPECT_LT(twin_err(max_pool3x3_backward(x, r, s), max_pool3x3_backward(G(x), G(r), s)), kTwinTol);
+    EXPECT_LT(twin_err(avg_pool3x3_forward(x, s), avg_pool3x3_forward(G(x), s)), kTwinTol);
+    EXPECT_LT(twin_err(avg_pool3x3_backward(x.shape(), r, s), avg_pool3x3_backward(x.shape(), G(r), s)), kTwinTol);
+  }
+  for (int off : {0, 1}) {
+    if (H - off < 1 || W - off < 1) continue;
+    Tensor ys = subsample2_forward(x, off);
+    EXPECT_LT(twin_err(ys, subsample2_forward(G(x), off)), kTwinTol);
+    EXPECT_LT(twin_err(subsample2_backward(x.shape(), ys, off), subsample2_backward(x.shape(), G(ys), off)), kTwinTol);
+  }
+}
+
 }  // namespace
 
 TEST(NasCudaTwins, ConvolutionsAndPointwise) {
@@ -139,19 +159,7 @@ TEST(NasCudaTwins, ActivationNormPoolAndReshape) {
                        batch_norm_forward(G(x), nullptr, nullptr, false, nullptr, &rmg, &rvg)),
               kTwinTol);
   }
-  for (int s : {1, 2}) {
-    Tensor ym = max_pool3x3_forward(x, s);
-    EXPECT_LT(twin_err(ym, max_pool3x3_forward(G(x), s)), kTwinTol);
-    Tensor rp = randn(ym.shape(), rng);
-    EXPECT_LT(twin_err(max_pool3x3_backward(x, rp, s), max_pool3x3_backward(G(x), G(rp), s)), kTwinTol);
-    EXPECT_LT(twin_err(avg_pool3x3_forward(x, s), avg_pool3x3_forward(G(x), s)), kTwinTol);
-    EXPECT_LT(twin_err(avg_pool3x3_backward(x.shape(), rp, s), avg_pool3x3_backward(x.shape(), G(rp), s)), kTwinTol);
-  }
-  for (int off : {0, 1}) {
-    Tensor ys = subsample2_forward(x, off);
-    EXPECT_LT(twin_err(ys, subsample2_forward(G(x), off)), kTwinTol);
-    EXPECT_LT(twin_err(subsample2_backward(x.shape(), ys, off), subsample2_backward(x.shape(), G(ys), off)), kTwinTol);
-  }
+  expect_pool_twins(x, rng);
   Tensor a = randn({4, 2, 8, 6}, rng);
   Tensor ag = G(a), xg = G(x);
   Tensor cat = concat_channels({&a, &x});
@@ -267,21 +275,7 @@ TEST(NasCudaTwins, OneByOneAndTwoByThreePlanes) {
     EXPECT_LT(twin_err(pointwise_conv_backward(x, wp, rp, &dwp), pointwise_conv_backward(G(x), G(wp), G(rp), &dwpg)),
               kTwinTol);
     EXPECT_LT(twin_err(dwp, dwpg), kTwinTol);
-    for (int s : {1, 2}) {
-      Tensor ym = max_pool3x3_forward(x, s);
-      EXPECT_LT(twin_err(ym, max_pool3x3_forward(G(x), s)), kTwinTol);
-      Tensor r = randn(ym.shape(), rng);
-      EXPECT_LT(twin_err(max_pool3x3_backward(x, r, s), max_pool3x3_backward(G(x), G(r), s)), kTwinTol);
-      EXPECT_LT(twin_err(avg_pool3x3_forward(x, s), avg_pool3x3_forward(G(x), s)), kTwinTol);
-      EXPECT_LT(twin_err(avg_pool3x3_backward(x.shape(), r, s), avg_pool3x3_backward(x.shape(), G(r), s)), kTwinTol);
-    }
-    for (int off : {0, 1}) {
-      if (H - off < 1 || W - off < 1) continue;
-      Tensor ys = subsample2_forward(x, off);
-      EXPECT_LT(twin_err(ys, subsample2_forward(G(x), off)), kTwinTol);
-      EXPECT_LT(twin_err(subsample2_backward(x.shape(), ys, off), subsample2_backward(x.shape(), G(ys), off)),
-                kTwinTol);
-    }
+    expect_pool_twins(x, rng);
     Tensor p = global_avg_pool_forward(x);
     EXPECT_LT(twin_err(p, global_avg_pool_forward(G(x))), kTwinTol);
     EXPECT_LT(twin_err(global_avg_pool_backward(x.shape(), p), global_avg_pool_backward(x.shape(), G(p))), kTwinTol);
