@@ -129,6 +129,16 @@ class Study:
         state: str = ...,
         intermediate: dict[int, float] | None = ...,
     ) -> int: ...
+    @staticmethod
+    def replay(
+        space: SearchSpace,
+        searcher: Searcher | str | dict[str, Any] | None,
+        trials: list[dict[str, Any]],
+        direction: str | Sequence[str] = ...,
+        seed: int = ...,
+        ask_counter: int = ...,
+        pruner: Pruner | str | dict[str, Any] | None = ...,
+    ) -> Study: ...
     def set_user_attr(self, trial_id: int, key: str, value: str) -> None: ...
     @property
     def exhausted(self) -> bool: ...

@@ -121,6 +121,55 @@ std::int64_t id_arg(py::handle h) {
 
 }  // namespace
 
+namespace {
+std::vector<Direction> directions_arg(py::handle direction) {
+  std::vector<Direction> dirs;
+  if (py::isinstance<py::str>(direction)) {
+    dirs.push_back(direction_from_string(direction.cast<std::string>()));
+  } else {
+    for (auto d : direction) dirs.push_back(direction_from_string(py::str(d).cast<std::string>()));
+  }
+  return dirs;
+}
+
+// {"params": {...}, "state": "running", "values": [..] or a number, "intermediate": {step: v} or [[step, v]],
+//  "system_attrs": {name: number}}; only "params" is required.
+TrialRecord trial_record_arg(py::handle item, std::size_t index) {
+  KT_CHECK(py::isinstance<py::dict>(item), InvalidArgument, "trials[", index, "] must be a dict, got ",
+           py::str(py::type::of(item)).cast<std::string>());
+  auto d = py::reinterpret_borrow<py::dict>(item);
+  KT_CHECK(d.contains("params") && py::isinstance<py::dict>(d["params"]), InvalidArgument, "trials[", index,
+           "] needs a 'params' dict");
+  TrialRecord r;
+  r.params = dict_to_assignment(py::reinterpret_borrow<py::dict>(d["params"]));
+  if (d.contains("state")) r.state = trial_state_from_string(py::str(d["state"]).cast<std::string>());
+  if (d.contains("values") && !d["values"].is_none()) {
+    py::handle v = d["values"];
+    if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+      for (auto e : v) r.values.push_back(value_arg(e));
+    } else {
+      r.values.push_back(value_arg(v));
+    }
+  }
+  if (d.contains("intermediate") && !d["intermediate"].is_none()) {
+    py::handle iv = d["intermediate"];
+    if (py::isinstance<py::dict>(iv)) {
+      for (auto [k, v] : py::reinterpret_borrow<py::dict>(iv)) r.intermediate.emplace_back(k.cast<std::int64_t>(), value_arg(v));
+    } else {
+      for (auto p : iv) {
+        auto pair = py::reinterpret_borrow<py::sequence>(p);
+        KT_CHECK(pair.size() == 2, InvalidArgument, "trials[", index, "].intermediate entries are [step, value]");
+        r.intermediate.emplace_back(pair[0].cast<std::int64_t>(), value_arg(pair[1]));
+      }
+    }
+  }
+  if (d.contains("system_attrs") && !d["system_attrs"].is_none())
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(d["system_attrs"]))
+      r.system_attrs[py::str(k).cast<std::string>()] = value_arg(v);
+  return r;
+}
+}  // namespace
+
 void bind_core(py::module_& m) {
   register_builtins();
   m.attr("__version__") = "0.1.0";
@@ -269,13 +318,8 @@ void bind_core(py::module_& m) {
   py::class_<Study>(m, "Study", "Ask/tell optimisation loop over a search space (thread-safe).")
       .def(py::init([](const SearchSpace& space, py::handle searcher, py::handle direction, std::uint64_t seed,
                        py::handle pruner) {
-             std::vector<Direction> dirs;
-             if (py::isinstance<py::str>(direction)) {
-               dirs.push_back(direction_from_string(direction.cast<std::string>()));
-             } else {
-               for (auto d : direction) dirs.push_back(direction_from_string(py::str(d).cast<std::string>()));
-             }
-             return std::make_unique<Study>(space, searcher_from(searcher), dirs, seed, pruner_from(pruner));
+             return std::make_unique<Study>(space, searcher_from(searcher), directions_arg(direction), seed,
+                                            pruner_from(pruner));
            }),
            py::arg("space"), py::arg("searcher") = py::none(), py::arg("direction") = "minimize",
            py::arg("seed") = 0, py::arg("pruner") = py::none())
@@ -384,6 +428,23 @@ void bind_core(py::module_& m) {
           },
           py::arg("params"), py::arg("value") = py::none(), py::arg("state") = "complete",
           py::arg("intermediate") = py::none(), "Add a finished trial (e.g. from an earlier run).")
+      .def_static(
+          "replay",
+          [](const SearchSpace& space, py::handle searcher, const py::list& trials, py::handle direction,
+             std::uint64_t seed, std::uint64_t ask_counter, py::handle pruner) {
+            std::vector<TrialRecord> recs;
+            recs.reserve(trials.size());
+            for (auto item : trials) recs.push_back(trial_record_arg(item, recs.size()));
+            auto srch = searcher_from(searcher);
+            auto prn = pruner_from(pruner);
+            auto dirs = directions_arg(direction);
+            py::gil_scoped_release rel;
+            return Study::replay(space, std::move(srch), std::move(dirs), seed, recs, ask_counter, std::move(prn));
+          },
+          py::arg("space"), py::arg("searcher"), py::arg("trials"), py::arg("direction") = "minimize",
+          py::arg("seed") = 0, py::arg("ask_counter") = 0, py::arg("pruner") = py::none(),
+          "A study rebuilt from another engine's trials (dicts with params, state, values, intermediate, "
+          "system_attrs); running ones are pending points. Same arguments => same asks.")
       .def("set_user_attr", &Study::set_user_attr, py::arg("trial_id"), py::arg("key"), py::arg("value"))
       .def_property_readonly("exhausted", &Study::exhausted)
       .def_property_readonly("space", [](const Study& s) { return s.space(); })

@@ -237,28 +237,59 @@ std::int64_t Study::enqueue(const Assignment& a) {
   return trials_.back().id;
 }
 
+Trial Study::make_trial(const Assignment& a, const std::vector<double>& values, TrialState state,
+                        const std::vector<std::pair<std::int64_t, double>>& intermediate) const {
+  Trial t;
+  t.x = space_.from_assignment(a);
+  if (state == TrialState::Complete) {
+    KT_CHECK(values.size() == directions_.size(), InvalidArgument, "trial has ", values.size(),
+             " objective values for ", directions_.size(), " directions");
+    for (double v : values)
+      if (!std::isfinite(v)) state = TrialState::Failed;
+    if (state == TrialState::Complete) t.values = values;
+  }
+  t.state = state;
+  t.intermediate = intermediate;
+  std::sort(t.intermediate.begin(), t.intermediate.end());
+  t.created_at = now_seconds();
+  if (t.is_finished()) t.finished_at = t.created_at;
+  return t;
+}
+
 std::int64_t Study::add_trial(const Assignment& a, const std::vector<double>& values, TrialState state,
                               const std::vector<std::pair<std::int64_t, double>>& intermediate) {
   KT_CHECK(state == TrialState::Complete || state == TrialState::Pruned || state == TrialState::Failed,
            InvalidArgument, "add_trial needs a final state, got '", to_string(state), "'");
-  std::vector<double> x = space_.from_assignment(a);
+  Trial t = make_trial(a, values, state, intermediate);
   std::lock_guard<std::mutex> lk(mu_);
-  if (state == TrialState::Complete) {
-    KT_CHECK(values.size() == directions_.size(), InvalidArgument, "add_trial: got ", values.size(),
-             " objective values for ", directions_.size(), " directions");
-    for (double v : values)
-      if (!std::isfinite(v)) state = TrialState::Failed;
-  }
-  Trial t;
   t.id = static_cast<std::int64_t>(trials_.size());
-  t.x = std::move(x);
-  t.state = state;
-  if (state == TrialState::Complete) t.values = values;
-  t.intermediate = intermediate;
-  std::sort(t.intermediate.begin(), t.intermediate.end());
-  t.created_at = t.finished_at = now_seconds();
   trials_.push_back(std::move(t));
   return trials_.back().id;
+}
+
+std::unique_ptr<Study> Study::replay(SearchSpace space, std::unique_ptr<Searcher> searcher,
+                                     std::vector<Direction> directions, std::uint64_t seed,
+                                     const std::vector<TrialRecord>& trials, std::uint64_t ask_counter,
+                                     std::unique_ptr<Pruner> pruner) {
+  auto s = std::make_unique<Study>(std::move(space), std::move(searcher), std::move(directions), seed,
+                                   std::move(pruner));
+  s->ask_counter_ = ask_counter;
+  s->trials_.reserve(trials.size());
+  for (const auto& r : trials) {
+    // A pending record is one the other engine has not started yet: to searchers it is running all the same.
+    TrialState st = r.state == TrialState::Pending ? TrialState::Running : r.state;
+    Trial t;
+    try {
+      t = s->make_trial(r.params, r.values, st, r.intermediate);
+    } catch (const Error& e) {
+      KT_THROW(InvalidArgument, "trial ", s->trials_.size(), ": ", e.what());
+    }
+    t.id = static_cast<std::int64_t>(s->trials_.size());
+    t.system_attrs = r.system_attrs;
+    s->trials_.push_back(std::move(t));
+  }
+  s->first_pending_ = s->trials_.size();
+  return s;
 }
 
 void Study::set_user_attr(std::int64_t id, const std::string& key, const std::string& value) {

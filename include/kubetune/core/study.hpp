@@ -12,6 +12,17 @@
 
 namespace kubetune {
 
+/// One trial as another engine records it (Katib, Optuna, Ray Tune). Integrations rebuild a study from such
+/// records on each call (Study::replay) instead of keeping one in memory, so a restarted service answers alike.
+struct TrialRecord {
+  Assignment params;
+  /// Running (or Pending): still being evaluated, a pending point every searcher avoids (constant liar).
+  TrialState state = TrialState::Running;
+  std::vector<double> values;  ///< one per direction when Complete; NaN/inf turns it into Failed
+  std::vector<std::pair<std::int64_t, double>> intermediate;  ///< (step, value), any order
+  std::map<std::string, double> system_attrs;  ///< searcher attributes handed out with the trial (bracket, ...)
+};
+
 /// A study owns its trials. Same seed + same tells => same asks, bit for bit (each ask draws from
 /// Rng(seed, ask counter), and searchers are stateless beyond their config). All methods are thread-safe.
 class Study {
@@ -43,6 +54,12 @@ class Study {
   std::int64_t add_trial(const Assignment& a, const std::vector<double>& values,
                          TrialState state = TrialState::Complete,
                          const std::vector<std::pair<std::int64_t, double>>& intermediate = {});
+  /// A study rebuilt from another engine's record: the trials in order (ids 0..n-1), then asks that draw from
+  /// Rng(seed, ask_counter), Rng(seed, ask_counter + 1), ... Same arguments => same asks.
+  static std::unique_ptr<Study> replay(SearchSpace space, std::unique_ptr<Searcher> searcher,
+                                       std::vector<Direction> directions, std::uint64_t seed,
+                                       const std::vector<TrialRecord>& trials, std::uint64_t ask_counter = 0,
+                                       std::unique_ptr<Pruner> pruner = nullptr);
   void set_user_attr(std::int64_t id, const std::string& key, const std::string& value);
   /// True once an ask returned fewer trials than requested because the searcher had nothing new.
   bool exhausted() const;
@@ -62,6 +79,8 @@ class Study {
 
  private:
   Trial& find_locked(std::int64_t id);
+  Trial make_trial(const Assignment& a, const std::vector<double>& values, TrialState state,
+                   const std::vector<std::pair<std::int64_t, double>>& intermediate) const;
   void finish_locked(Trial& t, TrialState s);
 
   mutable std::mutex mu_;
