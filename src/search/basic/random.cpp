@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "kubetune/core/settings.hpp"
+
 namespace kubetune::search {
 namespace {
 // Key of a point for duplicate detection (NaN-safe, exact).
@@ -16,8 +18,11 @@ std::vector<double> key(const std::vector<double>& x) {
 }  // namespace
 
 std::unique_ptr<Searcher> RandomSearch::from_json(const nlohmann::json& j) {
+  // random_state: Katib's seed setting; the draws come from the study's seed (Study / Katib layer).
+  settings::check_keys(j, "random", {"dedupe", "random_state"});
   Config c;
-  c.dedupe = j.value("dedupe", true);
+  if (j.contains("dedupe")) c.dedupe = settings::boolean(j["dedupe"], "dedupe");
+  if (j.contains("random_state")) (void)settings::uinteger(j["random_state"], "random_state");
   return std::make_unique<RandomSearch>(c);
 }
 

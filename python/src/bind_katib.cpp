@@ -1,0 +1,38 @@
+// Submodule kubetune._kubetune._katib: Katib's Suggestion service logic (kubetune/core/katib.hpp) over dicts.
+// kubetune.katib converts the protobuf messages to these dicts and back; nothing is decided here.
+#include <nlohmann/json.hpp>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "json_conv.hpp"
+#include "kubetune/core/katib.hpp"
+
+namespace kubetune::python {
+
+void bind_katib(py::module_& m) {
+  py::module_ k = m.def_submodule("_katib", "Katib Suggestion service logic (used by kubetune.katib)");
+  k.attr("STATE_PREFIX") = katib::kStatePrefix;
+  k.def("algorithm_names", &katib::algorithm_names, "Katib algorithm names kubetune's searchers answer.");
+  k.def(
+      "get_suggestions",
+      [](py::handle request) {
+        nlohmann::json req = py_to_json(request);
+        nlohmann::json reply;
+        {
+          py::gil_scoped_release rel;
+          reply = katib::get_suggestions(req);
+        }
+        return json_to_py(reply);
+      },
+      py::arg("request"), "GetSuggestions on the request dict (see kubetune/core/katib.hpp); returns the reply dict.");
+  k.def(
+      "validate_algorithm_settings",
+      [](py::handle experiment) {
+        nlohmann::json e = py_to_json(experiment);
+        py::gil_scoped_release rel;
+        katib::validate_algorithm_settings(e);
+      },
+      py::arg("experiment"), "Raises ValueError naming the setting or parameter at fault.");
+}
+
+}  // namespace kubetune::python

@@ -1,0 +1,430 @@
+// Katib's Suggestion service logic: request JSON -> search space, searcher and a replayed study -> assignments.
+#include "kubetune/core/katib.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "kubetune/core/error.hpp"
+#include "kubetune/core/searcher.hpp"
+#include "kubetune/core/settings.hpp"
+#include "kubetune/core/study.hpp"
+
+namespace kubetune::katib {
+namespace {
+
+using json = nlohmann::json;
+
+// Bounds on what a request may ask for (a Katib experiment's parallelTrialCount is far below either).
+constexpr std::int64_t kMaxCount = 10000;
+constexpr std::size_t kMaxStateValue = 4096;
+
+// Katib algorithm name -> kubetune registry type. The registry also knows the names themselves.
+const std::map<std::string, std::string>& algorithm_types() {
+  static const std::map<std::string, std::string> m = {
+      {"random", "random"},
+      {"grid", "grid"},
+      {"sobol", "sobol"},
+      {"tpe", "tpe"},                                    // Katib: hyperopt's TPE (its preset, below)
+      {"multivariate-tpe", "multivariate-tpe"},          // Katib: Optuna's multivariate TPE
+      {"bayesianoptimization", "bayesianoptimization"},  // Katib: scikit-optimize's GP
+      {"gp", "gp"},
+      {"hyperband", "hyperband"},
+      {"bohb", "bohb"},
+      {"asha", "asha"},
+  };
+  return m;
+}
+
+std::string known_algorithms() {
+  std::string s;
+  for (const auto& [k, v] : algorithm_types()) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ULL) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string hex16(std::uint64_t v) {
+  static const char* d = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[i] = d[v & 15];
+  return s;
+}
+
+// Shortest text that reads back as the same double.
+std::string format_double(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+// Whole-string parse (Katib sends numbers as strings); nullopt on anything else.
+std::optional<double> parse_double(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+const std::string& str(const json& j, const char* key, const std::string& what) {
+  static const std::string empty;
+  if (!j.contains(key) || j[key].is_null()) return empty;
+  KT_CHECK(j[key].is_string(), InvalidArgument, what, ".", key, " must be a string, got ", j[key].type_name());
+  return j[key].get_ref<const std::string&>();
+}
+
+const json& arr(const json& j, const char* key, const std::string& what) {
+  static const json empty = json::array();
+  if (!j.contains(key) || j[key].is_null()) return empty;
+  KT_CHECK(j[key].is_array(), InvalidArgument, what, ".", key, " must be a list, got ", j[key].type_name());
+  return j[key];
+}
+
+// [[name, value], ...] -> ordered pairs of strings.
+std::vector<std::pair<std::string, std::string>> pairs(const json& j, const char* key, const std::string& what) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& p : arr(j, key, what)) {
+    KT_CHECK(p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string(), InvalidArgument, what, ".",
+             key, " entries must be [name, value] strings");
+    out.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+  }
+  return out;
+}
+
+// Katib's protobuf enums -> the CRD spellings SearchSpace::from_katib reads.
+std::string parameter_type(const std::string& t, const std::string& name) {
+  if (t == "DOUBLE" || t == "double") return "double";
+  if (t == "INT" || t == "int") return "int";
+  if (t == "DISCRETE" || t == "discrete") return "discrete";
+  if (t == "CATEGORICAL" || t == "categorical") return "categorical";
+  KT_THROW(InvalidArgument, "parameter '", name, "': unknown parameter type '", t,
+           "' (expected DOUBLE, INT, DISCRETE or CATEGORICAL)");
+}
+
+std::string distribution(const std::string& d, const std::string& name) {
+  if (d.empty() || d == "DISTRIBUTION_UNSPECIFIED" || d == "UNIFORM" || d == "uniform") return "uniform";
+  if (d == "LOG_UNIFORM" || d == "logUniform") return "logUniform";
+  if (d == "NORMAL" || d == "normal") return "normal";
+  if (d == "LOG_NORMAL" || d == "logNormal") return "logNormal";
+  KT_THROW(InvalidArgument, "parameter '", name, "': unknown distribution '", d, "'");
+}
+
+// The experiment's parameters as a SearchSpace, plus each discrete value's text (replies echo Katib's own text).
+struct Space {
+  SearchSpace space;
+  std::vector<std::vector<std::string>> discrete_text;  // per parameter; empty unless discrete
+};
+
+Space parse_space(const json& exp) {
+  json katib = json::array();
+  std::map<std::string, int> seen;
+  for (const auto& p : arr(exp, "parameters", "experiment")) {
+    KT_CHECK(p.is_object(), InvalidArgument, "experiment.parameters entries must be objects");
+    const std::string& name = str(p, "name", "parameter");
+    KT_CHECK(!name.empty(), InvalidArgument, "a parameter has an empty name");
+    KT_CHECK(seen[name]++ == 0, InvalidArgument, "parameter '", name, "' is declared twice");
+    std::string type = parameter_type(str(p, "type", "parameter '" + name + "'"), name);
+    json fs = {{"distribution", distribution(str(p, "distribution", "parameter '" + name + "'"), name)}};
+    for (const char* k : {"min", "max", "step"}) {
+      const std::string& v = str(p, k, "parameter '" + name + "'");
+      if (!v.empty()) fs[k] = v;
+    }
+    const json& list = arr(p, "list", "parameter '" + name + "'");
+    if (type == "discrete" || type == "categorical") {
+      KT_CHECK(!list.empty(), InvalidArgument, "parameter '", name, "': feasibleSpace.list is empty");
+      fs["list"] = list;
+    } else {
+      KT_CHECK(fs.contains("min") && fs.contains("max"), InvalidArgument, "parameter '", name,
+               "': feasibleSpace needs min and max");
+    }
+    katib.push_back({{"name", name}, {"parameterType", type}, {"feasibleSpace", fs}});
+  }
+  KT_CHECK(!katib.empty(), InvalidArgument, "experiment has no parameters");
+  Space s;
+  s.space = SearchSpace::from_katib(katib);
+  s.discrete_text.resize(s.space.size());
+  for (std::size_t i = 0; i < s.space.size(); ++i) {
+    const Param& p = s.space.param(i);
+    if (p.type != ParamType::Discrete) continue;
+    // from_katib sorted the values; keep the experiment's spelling of each.
+    std::vector<std::string>& text = s.discrete_text[i];
+    text.resize(p.values.size());
+    for (const auto& v : katib[i]["feasibleSpace"]["list"]) {
+      double d = settings::parse_number(v, p.name + ".list");
+      auto it = std::find(p.values.begin(), p.values.end(), d);
+      text[static_cast<std::size_t>(it - p.values.begin())] = v.get<std::string>();
+    }
+  }
+  return s;
+}
+
+// "k=v,k=v" <-> searcher attributes. Only what a searcher needs to continue travels (GP's gp_* diagnostics don't).
+std::string encode_attrs(const std::map<std::string, double>& attrs) {
+  std::string s;
+  for (const auto& [k, v] : attrs) {
+    if (k.rfind("gp_", 0) == 0) continue;
+    s += (s.empty() ? "" : ",") + k + "=" + format_double(v);
+  }
+  return s;
+}
+
+std::map<std::string, double> decode_attrs(const std::string& fp, const std::string& text) {
+  std::map<std::string, double> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view item(text.data() + pos, end - pos);
+    std::size_t eq = item.find('=');
+    std::optional<double> v;
+    if (eq != std::string_view::npos && eq > 0) v = parse_double(item.substr(eq + 1));
+    KT_CHECK(v.has_value(), InvalidArgument, "algorithm setting '", kStatePrefix, fp, "' = '", text,
+             "' is not kubetune state (expected name=number,...)");
+    out[std::string(item.substr(0, eq))] = *v;
+    pos = end + 1;
+  }
+  return out;
+}
+
+struct Algorithm {
+  std::string name;
+  json config;  // searcher config: {"type": ..., user settings}
+  std::map<std::string, std::map<std::string, double>> state;  // fingerprint -> searcher attributes
+  std::optional<std::uint64_t> random_state;
+};
+
+Algorithm parse_algorithm(const json& exp) {
+  KT_CHECK(exp.contains("algorithm") && exp["algorithm"].is_object(), InvalidArgument,
+           "experiment has no algorithm spec");
+  const json& a = exp["algorithm"];
+  Algorithm out;
+  out.name = str(a, "name", "algorithm");
+  auto it = algorithm_types().find(out.name);
+  KT_CHECK(it != algorithm_types().end(), InvalidArgument, "unknown algorithm '", out.name,
+           "' (kubetune serves: ", known_algorithms(), ")");
+  out.config = {{"type", it->second}};
+  // Katib's "tpe" is hyperopt's: its defaults (20 startup jobs, 24 EI candidates, ...) unless a preset is given.
+  bool hyperopt = out.name == "tpe";
+  for (auto& [k, v] : pairs(a, "settings", "algorithm")) {
+    if (k.rfind(kStatePrefix, 0) == 0) {
+      KT_CHECK(v.size() <= kMaxStateValue, InvalidArgument, "algorithm setting '", k, "' is too long");
+      std::string fp = k.substr(std::char_traits<char>::length(kStatePrefix));
+      out.state[fp] = decode_attrs(fp, v);  // all of it validated when read, matched to a trial or not
+      continue;
+    }
+    KT_CHECK(!out.config.contains(k), InvalidArgument, "algorithm setting '", k, "' is given twice");
+    if (k == "random_state") out.random_state = settings::uinteger(json(v), k);
+    out.config[k] = v;
+  }
+  if (hyperopt && !out.config.contains("preset")) out.config["preset"] = "hyperopt";
+  return out;
+}
+
+// One trial's assignment text in space order, the key under which its searcher state is kept.
+std::string fingerprint(const std::vector<std::string>& values_in_space_order, const SearchSpace& space) {
+  std::uint64_t h = fnv1a("kubetune.katib/1");
+  for (std::size_t i = 0; i < space.size(); ++i) {
+    h = fnv1a(space.param(i).name, h);
+    h = fnv1a("\x1f", h);
+    h = fnv1a(values_in_space_order[i], h);
+    h = fnv1a("\x1e", h);
+  }
+  return hex16(h);
+}
+
+// Katib's text of parameter i's value -> the user value of that parameter.
+Value parse_value(const Space& s, std::size_t i, const std::string& text, const std::string& trial) {
+  const Param& p = s.space.param(i);
+  auto bad = [&](const char* what) -> Value {
+    KT_THROW(InvalidArgument, "trial '", trial, "': parameter '", p.name, "' = '", text, "' ", what);
+  };
+  if (p.type == ParamType::Categorical) return text;
+  std::optional<double> d = parse_double(text);
+  if (!d || !std::isfinite(*d)) return bad("is not a number");
+  if (p.type == ParamType::Int) {
+    if (*d != std::floor(*d) || std::fabs(*d) > 9.007199254740992e15) return bad("is not an integer");
+    return static_cast<std::int64_t>(*d);
+  }
+  return *d;
+}
+
+std::string format_value(const Space& s, std::size_t i, double x) {
+  const Param& p = s.space.param(i);
+  switch (p.type) {
+    case ParamType::Double: return format_double(x);
+    case ParamType::Int: return std::to_string(static_cast<std::int64_t>(std::llround(x)));
+    case ParamType::Discrete: return s.discrete_text[i].at(static_cast<std::size_t>(x));
+    case ParamType::Categorical: return p.choices.at(static_cast<std::size_t>(x));
+  }
+  return {};
+}
+
+// Katib condition -> trial state for the searchers. Running covers CREATED/RUNNING/UNKNOWN: a pending point.
+TrialState trial_state(const std::string& c, const std::string& trial) {
+  if (c == "SUCCEEDED") return TrialState::Complete;
+  if (c == "EARLYSTOPPED") return TrialState::Pruned;
+  if (c == "FAILED" || c == "KILLED" || c == "METRICSUNAVAILABLE") return TrialState::Failed;
+  if (c == "CREATED" || c == "RUNNING" || c == "UNKNOWN" || c.empty()) return TrialState::Running;
+  KT_THROW(InvalidArgument, "trial '", trial, "': unknown condition '", c, "'");
+}
+
+struct Objective {
+  Direction direction = Direction::Minimize;
+  std::string metric;
+};
+
+Objective parse_objective(const json& exp) {
+  KT_CHECK(exp.contains("objective") && exp["objective"].is_object(), InvalidArgument,
+           "experiment has no objective");
+  const json& o = exp["objective"];
+  Objective out;
+  const std::string& type = str(o, "type", "objective");
+  if (type == "MAXIMIZE" || type == "maximize") {
+    out.direction = Direction::Maximize;
+  } else {
+    KT_CHECK(type == "MINIMIZE" || type == "minimize", InvalidArgument, "objective type '", type,
+             "' must be MINIMIZE or MAXIMIZE");
+  }
+  out.metric = str(o, "metric", "objective");
+  KT_CHECK(!out.metric.empty(), InvalidArgument, "objective has no objective_metric_name");
+  return out;
+}
+
+TrialRecord parse_trial(const json& t, const Space& s, const Objective& obj, const Algorithm& alg) {
+  const std::string& name = str(t, "name", "trial");
+  auto given = pairs(t, "assignments", "trial '" + name + "'");
+  std::vector<const std::string*> text(s.space.size(), nullptr);
+  for (const auto& [k, v] : given) {
+    std::size_t i = s.space.contains(k) ? s.space.index_of(k) : s.space.size();
+    KT_CHECK(i < s.space.size(), InvalidArgument, "trial '", name, "': assignment of unknown parameter '", k, "'");
+    KT_CHECK(text[i] == nullptr, InvalidArgument, "trial '", name, "': parameter '", k, "' is assigned twice");
+    text[i] = &v;
+  }
+  TrialRecord r;
+  std::vector<std::string> in_order(s.space.size());
+  for (std::size_t i = 0; i < s.space.size(); ++i) {
+    KT_CHECK(text[i] != nullptr, InvalidArgument, "trial '", name, "': parameter '", s.space.param(i).name,
+             "' is missing from its assignments");
+    in_order[i] = *text[i];
+    r.params.emplace_back(s.space.param(i).name, parse_value(s, i, *text[i], name));
+  }
+  try {
+    (void)s.space.from_assignment(r.params);  // range and choice checks, named by trial here
+  } catch (const Error& e) {
+    KT_THROW(InvalidArgument, "trial '", name, "': ", e.what());
+  }
+  r.state = trial_state(str(t, "condition", "trial '" + name + "'"), name);
+  auto metrics = pairs(t, "metrics", "trial '" + name + "'");
+  const std::string* metric = nullptr;
+  for (const auto& [k, v] : metrics)
+    if (k == obj.metric) metric = &v;  // the last entry of the objective metric wins
+  std::optional<double> value = metric ? parse_double(*metric) : std::nullopt;
+  if (r.state == TrialState::Complete) {
+    KT_CHECK(metric != nullptr, InvalidArgument, "trial '", name, "' succeeded without objective metric '",
+             obj.metric, "'");
+    KT_CHECK(value.has_value(), InvalidArgument, "trial '", name, "': objective metric '", obj.metric, "' = '",
+             *metric, "' is not a number");
+    r.values = {*value};
+  } else if (r.state == TrialState::Pruned && value && std::isfinite(*value)) {
+    r.intermediate = {{0, *value}};  // the value it was stopped at, for searchers that read pruned trials
+  }
+  auto st = alg.state.find(fingerprint(in_order, s.space));
+  if (st != alg.state.end()) r.system_attrs = st->second;
+  return r;
+}
+
+struct Replayed {
+  Space space;
+  Algorithm algorithm;
+  Objective objective;
+  std::unique_ptr<Searcher> searcher;
+};
+
+Replayed parse_experiment(const json& exp) {
+  KT_CHECK(exp.is_object(), InvalidArgument, "request has no experiment");
+  Replayed r;
+  r.space = parse_space(exp);
+  r.algorithm = parse_algorithm(exp);
+  r.objective = parse_objective(exp);
+  r.searcher = make_searcher(r.algorithm.config);
+  r.searcher->check_space(r.space.space);
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : algorithm_types()) out.push_back(k);
+  return out;
+}
+
+void validate_algorithm_settings(const nlohmann::json& experiment) {
+  (void)parse_experiment(experiment);
+}
+
+nlohmann::json get_suggestions(const nlohmann::json& request) {
+  KT_CHECK(request.is_object() && request.contains("experiment"), InvalidArgument, "request has no experiment");
+  Replayed e = parse_experiment(request["experiment"]);
+  KT_CHECK(request.contains("count") && request["count"].is_number_integer(), InvalidArgument,
+           "request needs an integer current_request_number");
+  std::int64_t count = request["count"].get<std::int64_t>();
+  KT_CHECK(count >= 0 && count <= kMaxCount, InvalidArgument, "current_request_number = ", count,
+           " must be in [0, ", kMaxCount, "]");
+
+  // Katib lists trials in no fixed order and may repeat one: the last entry of a name wins, names order them.
+  std::map<std::string, const json*> by_name;
+  for (const auto& t : arr(request, "trials", "request")) {
+    KT_CHECK(t.is_object(), InvalidArgument, "request.trials entries must be objects");
+    by_name[str(t, "name", "trial")] = &t;
+  }
+  std::vector<TrialRecord> records;
+  records.reserve(by_name.size());
+  bool running = false;
+  for (const auto& [name, t] : by_name) {
+    records.push_back(parse_trial(*t, e.space, e.objective, e.algorithm));
+    running = running || records.back().state == TrialState::Running;
+  }
+
+  const std::string& exp_name = str(request["experiment"], "name", "experiment");
+  std::uint64_t seed = e.algorithm.random_state.value_or(fnv1a(exp_name));
+  auto study = Study::replay(e.space.space, std::move(e.searcher), {e.objective.direction}, seed, records,
+                             records.size());
+  std::vector<Trial> asked = study->ask(static_cast<std::size_t>(count));
+
+  json assignments = json::array();
+  json state = json::array();
+  for (const Trial& t : asked) {
+    std::vector<std::string> text(e.space.space.size());
+    json a = json::array();
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      text[i] = format_value(e.space, i, t.x[i]);
+      a.push_back({e.space.space.param(i).name, text[i]});
+    }
+    assignments.push_back(std::move(a));
+    std::string attrs = encode_attrs(t.system_attrs);
+    if (!attrs.empty()) state.push_back({kStatePrefix + fingerprint(text, e.space.space), attrs});
+  }
+  bool short_reply = static_cast<std::int64_t>(asked.size()) < count;
+  return {{"assignments", std::move(assignments)},
+          {"state", std::move(state)},
+          {"exhausted", short_reply && !running},
+          {"waiting", short_reply && running}};
+}
+
+}  // namespace kubetune::katib
