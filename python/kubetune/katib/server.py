@@ -1,0 +1,114 @@
+"""``kubetune-katib``: one gRPC server with Katib's Suggestion and EarlyStopping services and gRPC health.
+
+Katib's controller dials a suggestion service on port 6789 (katib-config ``suggestion`` entries) and an
+early-stopping service on the same kind of endpoint, so one image serves both. SIGTERM and SIGINT stop the
+server gracefully (in-flight calls finish within ``--grace`` seconds).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from concurrent import futures
+from typing import Any, List, Optional, Sequence
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from kubeflow.katib import katib_api_pb2 as pb
+from kubeflow.katib import katib_api_pb2_grpc as pb_grpc
+
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_PORT", "main", "serve"]
+
+DEFAULT_PORT = 6789  # Katib's suggestion service port
+# Katib sends every trial in each request; 5,000 trials of 10 parameters take about 2 MB. Larger requests get
+# RESOURCE_EXHAUSTED from gRPC itself before any parsing.
+DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+
+_log = logging.getLogger("kubetune.katib")
+
+
+def serve(
+    port: int = DEFAULT_PORT,
+    *,
+    host: str = "[::]",
+    max_workers: int = 4,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    suggestion: Optional[Any] = None,
+    early_stopping: Optional[Any] = None,
+) -> "tuple[grpc.Server, int]":
+    """Start (not block on) a server with both services and health; returns (server, bound port).
+
+    ``port=0`` picks a free port. ``suggestion`` / ``early_stopping`` replace the default servicers (tests inject
+    an EarlyStoppingService with a fake Kubernetes client).
+    """
+    from .early_stopping import EarlyStoppingService
+    from .suggestion import SuggestionService
+
+    for name, value, low in (("port", port, 0), ("max_workers", max_workers, 1), ("max_message_bytes",
+                                                                                   max_message_bytes, 1024)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if port > 65535:
+        raise ValueError(f"port must be <= 65535, got {port}")
+    options = [("grpc.max_receive_message_length", max_message_bytes),
+               ("grpc.max_send_message_length", max_message_bytes)]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kubetune-katib"),
+                         options=options)
+    pb_grpc.add_SuggestionServicer_to_server(suggestion or SuggestionService(), server)
+    pb_grpc.add_EarlyStoppingServicer_to_server(early_stopping or EarlyStoppingService(), server)
+    status = health.HealthServicer()
+    for name in ("", *(pb.DESCRIPTOR.services_by_name[s].full_name for s in ("Suggestion", "EarlyStopping"))):
+        status.set(name, health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(status, server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot listen on {host}:{port}")
+    server.start()
+    _log.info("kubetune-katib serving Suggestion, EarlyStopping and health on %s:%d", host, bound)
+    return server, bound
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kubetune-katib", description=__doc__.split("\n\n")[0])
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s; 0 picks one)")
+    p.add_argument("--host", default="[::]", help="address to bind (default %(default)s)")
+    p.add_argument("--max-workers", type=int, default=4, help="concurrent calls (default %(default)s)")
+    p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES,
+                   help="largest request accepted (default %(default)s)")
+    p.add_argument("--grace", type=float, default=5.0, help="seconds in-flight calls get at shutdown")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   help="stderr log level (default %(default)s)")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        server, port = serve(args.port, host=args.host, max_workers=args.max_workers,
+                             max_message_bytes=args.max_message_bytes)
+    except (ValueError, OSError) as exc:
+        _log.error("%s", exc)
+        return 2
+    stop = threading.Event()
+    received: List[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    # Readiness line for wrappers and tests (stdout: the port actually bound).
+    print(f"kubetune-katib listening on port {port}", flush=True)
+    stop.wait()
+    _log.info("signal %d: stopping (grace %.1f s)", received[0], args.grace)
+    server.stop(args.grace).wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Katib's ``Suggestion`` gRPC service (``api.v1beta1.Suggestion``) answered by kubetune's searchers.
+
+Every decision (space, settings, trial states, replay, bookkeeping) is made in C++ (``kubetune/core/katib.hpp``);
+this module converts Katib's protobuf messages (from the ``kubeflow-katib`` package) to the plain shapes that code
+reads and back. Each GetSuggestions call carries every trial of the experiment and the answer depends on that
+request alone, so a restarted service pod continues an experiment exactly where it was.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, List
+
+import grpc
+from kubeflow.katib import katib_api_pb2 as pb
+from kubeflow.katib import katib_api_pb2_grpc as pb_grpc
+
+from .. import _kubetune
+
+__all__ = ["SuggestionService", "algorithm_names", "experiment_to_dict", "trial_to_dict"]
+
+_log = logging.getLogger("kubetune.katib")
+_native = _kubetune._katib
+
+_PARAMETER_TYPE = {v.number: v.name for v in pb.ParameterType.DESCRIPTOR.values}
+_DISTRIBUTION = {v.number: v.name for v in pb.Distribution.DESCRIPTOR.values}
+_OBJECTIVE = {v.number: v.name for v in pb.ObjectiveType.DESCRIPTOR.values}
+_CONDITION = {v.number: v.name for v in pb.TrialStatus.TrialConditionType.DESCRIPTOR.values}
+
+
+def experiment_to_dict(experiment: Any) -> Dict[str, Any]:
+    """``katib_api_pb2.Experiment`` -> the experiment dict of ``kubetune/core/katib.hpp``."""
+    spec = experiment.spec
+    params = []
+    for p in spec.parameter_specs.parameters:
+        fs = p.feasible_space
+        params.append({
+            "name": p.name,
+            "type": _PARAMETER_TYPE.get(p.parameter_type, str(p.parameter_type)),
+            "min": fs.min,
+            "max": fs.max,
+            "step": fs.step,
+            "list": list(fs.list),
+            "distribution": _DISTRIBUTION.get(fs.distribution, str(fs.distribution)),
+        })
+    return {
+        "name": experiment.name,
+        "algorithm": {
+            "name": spec.algorithm.algorithm_name,
+            "settings": [[s.name, s.value] for s in spec.algorithm.algorithm_settings],
+        },
+        "objective": {
+            "type": _OBJECTIVE.get(spec.objective.type, str(spec.objective.type)),
+            "metric": spec.objective.objective_metric_name,
+        },
+        "parameters": params,
+    }
+
+
+def trial_to_dict(trial: Any) -> Dict[str, Any]:
+    """``katib_api_pb2.Trial`` -> the trial dict of ``kubetune/core/katib.hpp``."""
+    return {
+        "name": trial.name,
+        "condition": _CONDITION.get(trial.status.condition, str(trial.status.condition)),
+        "assignments": [[a.name, a.value] for a in trial.spec.parameter_assignments.assignments],
+        "metrics": [[m.name, m.value] for m in trial.status.observation.metrics],
+    }
+
+
+def _reply(result: Dict[str, Any], algorithm_name: str) -> Any:
+    reply = pb.GetSuggestionsReply(parameter_assignments=[
+        pb.GetSuggestionsReply.ParameterAssignments(
+            assignments=[pb.ParameterAssignment(name=n, value=v) for n, v in a])
+        for a in result["assignments"]
+    ])
+    if result["state"]:
+        reply.algorithm.algorithm_name = algorithm_name
+        reply.algorithm.algorithm_settings.extend(pb.AlgorithmSetting(name=n, value=v) for n, v in result["state"])
+    return reply
+
+
+def _fail(context: Any, code: Any, message: str, empty: Callable[[], Any]) -> Any:
+    _log.warning("%s: %s", code.name, message)
+    context.set_code(code)
+    context.set_details(message)
+    return empty()
+
+
+class SuggestionService(pb_grpc.SuggestionServicer):
+    """Katib's Suggestion service over kubetune's searchers.
+
+    Algorithms under Katib's names (random, grid, sobol, tpe, multivariate-tpe, bayesianoptimization, hyperband,
+    darts) and kubetune's own (gp, bohb, asha), with Katib's setting names. Invalid input answers
+    INVALID_ARGUMENT naming the setting, parameter, trial or metric; a searcher that must wait for running
+    trials (a Hyperband rung) answers UNAVAILABLE, which Katib's controller retries.
+    """
+
+    def GetSuggestions(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)
+        algorithm = request.experiment.spec.algorithm.algorithm_name
+        count = request.current_request_number
+        try:
+            if algorithm == "darts":
+                from . import darts
+
+                # Katib's DARTS is one trial that runs the whole search: handed out once, then exhausted.
+                one = darts.darts_suggestions(request.experiment, request.trials, count)
+                return _reply({"assignments": one, "state": []}, algorithm)
+            result = _native.get_suggestions({
+                "experiment": experiment_to_dict(request.experiment),
+                "trials": [trial_to_dict(t) for t in request.trials],
+                "count": count,
+            })
+        except (ValueError, KeyError, TypeError) as exc:
+            return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, _message(exc), pb.GetSuggestionsReply)
+        if result["waiting"]:
+            return _fail(context, grpc.StatusCode.UNAVAILABLE,
+                         f"{algorithm}: {len(result['assignments'])} of {count} suggestions can be made until "
+                         "running trials finish (retry later)", pb.GetSuggestionsReply)
+        _log.info("experiment %s: %d trials -> %d suggestions (%s)", request.experiment.name,
+                  len(request.trials), len(result["assignments"]), algorithm)
+        return _reply(result, algorithm)
+
+    def ValidateAlgorithmSettings(self, request: Any, context: Any) -> Any:  # noqa: N802
+        try:
+            if request.experiment.spec.algorithm.algorithm_name == "darts":
+                from . import darts
+
+                darts.validate_darts_settings(request.experiment)
+            else:
+                _native.validate_algorithm_settings(experiment_to_dict(request.experiment))
+        except (ValueError, KeyError, TypeError) as exc:
+            return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, _message(exc), pb.ValidateAlgorithmSettingsReply)
+        return pb.ValidateAlgorithmSettingsReply()
+
+
+def _message(exc: BaseException) -> str:
+    # KeyError's str() adds quotes; the native layer's messages are already complete sentences.
+    return exc.args[0] if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], str) else str(exc)
+
+
+def algorithm_names() -> List[str]:
+    """Every algorithm name the Suggestion service answers."""
+    return sorted(list(_native.algorithm_names()) + ["darts"])
+
+
