@@ -26,6 +26,22 @@ void bind_katib(py::module_& m) {
       },
       py::arg("request"), "GetSuggestions on the request dict (see kubetune/core/katib.hpp); returns the reply dict.");
   k.def(
+      "get_suggestions_wire",
+      [](const py::bytes& request) {
+        std::string_view bytes = request;  // the bytes object outlives the call
+        nlohmann::json reply;
+        {
+          py::gil_scoped_release rel;
+          reply = katib::get_suggestions(katib::decode_suggestions_request(bytes));
+        }
+        return json_to_py(reply);
+      },
+      py::arg("request"), "GetSuggestions on a serialized api.v1beta1.GetSuggestionsRequest; returns the reply dict.");
+  k.def(
+      "decode_suggestions_request",
+      [](const py::bytes& request) { return json_to_py(katib::decode_suggestions_request(std::string_view(request))); },
+      py::arg("request"), "The request dict read from a serialized GetSuggestionsRequest (for tests).");
+  k.def(
       "validate_algorithm_settings",
       [](py::handle experiment) {
         nlohmann::json e = py_to_json(experiment);

@@ -275,3 +275,35 @@ def test_states_map_like_katib(server: Any) -> None:
                                                                             current_request_number=2))
     assert code == grpc.StatusCode.OK
     assert [pairs(a) for a in reply.parameter_assignments] == [[("a", "y"), ("b", "v")]]  # exhausted after one
+
+
+def test_wire_reader_equals_message_conversion() -> None:
+    """The C++ reader of the serialized request sees what the protobuf message says, field for field."""
+    from kubetune import _kubetune
+    from kubetune.katib.suggestion import experiment_to_dict, trial_to_dict
+
+    exp = experiment("tpe", {"n_startup_jobs": "2", STATE_PREFIX + "ab": "x=1"}, objective=pb.MAXIMIZE)
+    exp.spec.parameter_specs.parameters[0].feasible_space.step = "0.5"
+    exp.spec.parameter_specs.parameters.append(pb.ParameterSpec(name="weird", parameter_type=7))  # unknown enum
+    exp.spec.early_stopping.algorithm_name = "medianstop"  # fields the reader skips
+    exp.spec.max_trial_count = 7
+    trials = [trial("é-1", [("lr", "0.01"), ("opt", "adam")], pb.TrialStatus.SUCCEEDED, "1.5"),
+              trial("t-2", [], pb.TrialStatus.EARLYSTOPPED), trial("t-3", [("x", "")], pb.TrialStatus.UNKNOWN)]
+    trials[0].spec.labels["k"] = "v"
+    trials[0].status.start_time = "2026-01-01T00:00:00Z"
+    for n in (0, 3, -1, 2**31 - 1):
+        req = pb.GetSuggestionsRequest(experiment=exp, trials=trials, current_request_number=n,
+                                       total_request_number=9)
+        got = _kubetune._katib.decode_suggestions_request(req.SerializeToString())
+        want = {"experiment": experiment_to_dict(exp), "trials": [trial_to_dict(t) for t in trials], "count": n}
+        want["experiment"]["parameters"][-1]["type"] = "7"
+        assert got == want
+
+
+@pytest.mark.parametrize("data", [b"\x0a\x05abc", b"\x0a", b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+                                  b"\x0b", b"\x12\x02\x0a\xff"])
+def test_wire_reader_rejects_malformed_bytes(data: bytes) -> None:
+    from kubetune import _kubetune
+
+    with pytest.raises(ValueError, match="malformed request"):
+        _kubetune._katib.decode_suggestions_request(data)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -36,6 +37,10 @@ std::vector<std::string> algorithm_names();
 /// The answer depends on the request alone (trials are taken in name order; same request => same reply).
 /// Throws InvalidArgument naming the setting, parameter, trial or metric at fault.
 nlohmann::json get_suggestions(const nlohmann::json& request);
+
+/// A serialized api.v1beta1.GetSuggestionsRequest (protobuf wire bytes) as the `request` above, read without
+/// building a message object per trial (src/core/katib_wire.cpp). Throws InvalidArgument on malformed bytes.
+nlohmann::json decode_suggestions_request(std::string_view bytes);
 
 /// ValidateAlgorithmSettings for `experiment` (the "experiment" object above): algorithm known, every setting
 /// known and in range, the space valid for the searcher. Throws InvalidArgument naming what is wrong.

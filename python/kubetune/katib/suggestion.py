@@ -104,11 +104,9 @@ class SuggestionService(pb_grpc.SuggestionServicer):
                 # Katib's DARTS is one trial that runs the whole search: handed out once, then exhausted.
                 one = darts.darts_suggestions(request.experiment, request.trials, count)
                 return _reply({"assignments": one, "state": []}, algorithm)
-            result = _native.get_suggestions({
-                "experiment": experiment_to_dict(request.experiment),
-                "trials": [trial_to_dict(t) for t in request.trials],
-                "count": count,
-            })
+            # Thousands of trials: the C++ side reads the serialized message itself (as experiment_to_dict and
+            # trial_to_dict would convert it, without a Python object per field).
+            result = _native.get_suggestions_wire(request.SerializeToString())
         except (ValueError, KeyError, TypeError) as exc:
             return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, _message(exc), pb.GetSuggestionsReply)
         if result["waiting"]:
