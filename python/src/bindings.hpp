@@ -7,6 +7,8 @@ namespace kubetune::python {
 namespace py = pybind11;
 
 void bind_core(py::module_& m);           // SearchSpace, Study, Trial, device queries
+void bind_katib(py::module_& m);          // submodule _katib: Katib suggestion replay
+void bind_katib_stopping(py::module_& m); // submodule _katib_stopping: Katib early-stopping rules
 void bind_search(py::module_& m);         // RandomSearch, GridSearch, Sobol, functions
 void bind_tpe(py::module_& m);            // TPE
 void bind_gp(py::module_& m);             // GP

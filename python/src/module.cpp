@@ -22,6 +22,8 @@ PYBIND11_MODULE(_kubetune, m) {
     }
   });
   bind_core(m);
+  bind_katib(m);
+  bind_katib_stopping(m);
 #ifdef KT_HAVE_SEARCH
   bind_search(m);
 #endif
