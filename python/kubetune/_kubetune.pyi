@@ -152,7 +152,7 @@ class Study:
     def directions(self) -> list[str]: ...
     @property
     def searcher(self) -> dict[str, Any]: ...
-    def save(self, path: str | os.PathLike[str]) -> None: ...
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = ...) -> None: ...
     @staticmethod
     def load(path: str | os.PathLike[str]) -> Study: ...
     def to_json(self) -> dict[str, Any]: ...
@@ -166,7 +166,9 @@ class Study:
         show_progress: bool = ...,
         timeout: float | None = ...,
         catch: Iterable[type[BaseException]] = ...,
+        callbacks: Iterable[Callable[[Study, Trial], None]] | None = ...,
     ) -> Study: ...
+    def trials_dataframe(self) -> Any: ...  # a pandas.DataFrame (pandas is optional)
 
 
 # ---- gp --------------------------------------------------------------------------------------------------
@@ -233,6 +235,41 @@ class _GPModule:
 
 gp: _GPModule
 
+
+class _KatibModule:
+    STATE_PREFIX: str
+    @staticmethod
+    def algorithm_names() -> list[str]: ...
+    @staticmethod
+    def get_suggestions(request: dict[str, Any]) -> dict[str, Any]: ...
+    @staticmethod
+    def get_suggestions_wire(request: bytes) -> dict[str, Any]: ...
+    @staticmethod
+    def decode_suggestions_request(request: bytes) -> dict[str, Any]: ...
+    @staticmethod
+    def validate_algorithm_settings(experiment: dict[str, Any]) -> None: ...
+
+_katib: _KatibModule
+
+class _KatibStoppingModule:
+    @staticmethod
+    def algorithms() -> list[str]: ...
+    @staticmethod
+    def validate_settings(algorithm_name: str, settings: Sequence[tuple[str, str]]) -> dict[str, Any]: ...
+    @staticmethod
+    def parse_rules_request(
+        algorithm_name: str, settings: Sequence[tuple[str, str]], metric_name: str, objective_type: str
+    ) -> dict[str, Any]: ...
+    @staticmethod
+    def stopping_rules(
+        algorithm_name: str,
+        settings: Sequence[tuple[str, str]],
+        metric_name: str,
+        objective_type: str,
+        trials: Sequence[tuple[str, Sequence[str]]],
+    ) -> dict[str, Any]: ...
+
+_katib_stopping: _KatibStoppingModule
 
 # ---- multifidelity ---------------------------------------------------------------------------------------
 class _Bracket(TypedDict):

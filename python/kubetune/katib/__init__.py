@@ -11,13 +11,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .early_stopping import EarlyStoppingService
+    from .early_stopping import EarlyStoppingService, KubernetesTrialStatusSetter, TrialStatusSetter
     from .server import serve
     from .suggestion import SuggestionService, algorithm_names
 
-__all__ = ["EarlyStoppingService", "SuggestionService", "algorithm_names", "serve"]
+__all__ = ["EarlyStoppingService", "KubernetesTrialStatusSetter", "SuggestionService", "TrialStatusSetter",
+           "algorithm_names", "serve"]
 
-_HOME = {"EarlyStoppingService": "early_stopping", "SuggestionService": "suggestion",
+_HOME = {"EarlyStoppingService": "early_stopping", "KubernetesTrialStatusSetter": "early_stopping",
+         "TrialStatusSetter": "early_stopping", "SuggestionService": "suggestion",
          "algorithm_names": "suggestion", "serve": "server"}
 
 

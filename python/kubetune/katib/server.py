@@ -56,8 +56,10 @@ def serve(
                ("grpc.max_send_message_length", max_message_bytes)]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kubetune-katib"),
                          options=options)
+    stopping = early_stopping or EarlyStoppingService()
     pb_grpc.add_SuggestionServicer_to_server(suggestion or SuggestionService(), server)
-    pb_grpc.add_EarlyStoppingServicer_to_server(early_stopping or EarlyStoppingService(), server)
+    pb_grpc.add_EarlyStoppingServicer_to_server(stopping, server)
+    server.kubetune_early_stopping = stopping  # type: ignore[attr-defined]  (closed by main at shutdown)
     status = health.HealthServicer()
     for name in ("", *(pb.DESCRIPTOR.services_by_name[s].full_name for s in ("Suggestion", "EarlyStopping"))):
         status.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -107,6 +109,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     stop.wait()
     _log.info("signal %d: stopping (grace %.1f s)", received[0], args.grace)
     server.stop(args.grace).wait()
+    server.kubetune_early_stopping.close()  # DB manager channels, Kubernetes client
     return 0
 
 
