@@ -173,11 +173,21 @@ Space parse_space(const json& exp) {
   return s;
 }
 
-// "k=v,k=v" <-> searcher attributes. Only what a searcher needs to continue travels (GP's gp_* diagnostics don't).
-std::string encode_attrs(const std::map<std::string, double>& attrs) {
+// Searcher attributes travel in two kinds of settings. Per-trial bookkeeping (Hyperband bracket and rung, Sobol
+// index, ...) is kept under each suggestion's fingerprint. Model state that a searcher reads from its most
+// recent suggestion only (the GP's hyperparameters, fit size and hedge gains: gp_*) is kept once, under
+// kStatePrefix + "model", replaced by every reply (Katib replaces a setting of the same name), so the request
+// does not grow by a model per trial. GP's acquisition value is a diagnostic and does not travel.
+constexpr const char* kModelKey = "model";
+
+bool is_model_attr(const std::string& k) { return k.rfind("gp_", 0) == 0; }
+
+// "k=v,k=v" of the attributes that `pick` selects.
+template <class Pick>
+std::string encode_attrs(const std::map<std::string, double>& attrs, Pick pick) {
   std::string s;
   for (const auto& [k, v] : attrs) {
-    if (k.rfind("gp_", 0) == 0) continue;
+    if (k == "gp_acq_value" || !pick(k)) continue;
     s += (s.empty() ? "" : ",") + k + "=" + format_double(v);
   }
   return s;
@@ -204,7 +214,9 @@ std::map<std::string, double> decode_attrs(const std::string& fp, const std::str
 struct Algorithm {
   std::string name;
   json config;  // searcher config: {"type": ..., user settings}
-  std::map<std::string, std::map<std::string, double>> state;  // fingerprint -> searcher attributes
+  std::map<std::string, std::map<std::string, double>> state;  // fingerprint -> per-trial searcher attributes
+  std::string model_fingerprint;                                // whose model state `model` is
+  std::map<std::string, double> model;
   std::optional<std::uint64_t> random_state;
 };
 
@@ -223,8 +235,17 @@ Algorithm parse_algorithm(const json& exp) {
   for (auto& [k, v] : pairs(a, "settings", "algorithm")) {
     if (k.rfind(kStatePrefix, 0) == 0) {
       KT_CHECK(v.size() <= kMaxStateValue, InvalidArgument, "algorithm setting '", k, "' is too long");
+      // All of it is validated when read, whether it matches a trial or not.
       std::string fp = k.substr(std::char_traits<char>::length(kStatePrefix));
-      out.state[fp] = decode_attrs(fp, v);  // all of it validated when read, matched to a trial or not
+      if (fp == kModelKey) {
+        std::size_t colon = v.find(':');
+        KT_CHECK(colon == 16, InvalidArgument, "algorithm setting '", k, "' = '", v,
+                 "' is not kubetune state (expected fingerprint:name=number,...)");
+        out.model_fingerprint = v.substr(0, colon);
+        out.model = decode_attrs(fp, v.substr(colon + 1));
+      } else {
+        out.state[fp] = decode_attrs(fp, v);
+      }
       continue;
     }
     KT_CHECK(!out.config.contains(k), InvalidArgument, "algorithm setting '", k, "' is given twice");
@@ -343,8 +364,10 @@ TrialRecord parse_trial(const json& t, const Space& s, const Objective& obj, con
   } else if (r.state == TrialState::Pruned && value && std::isfinite(*value)) {
     r.intermediate = {{0, *value}};  // the value it was stopped at, for searchers that read pruned trials
   }
-  auto st = alg.state.find(fingerprint(in_order, s.space));
+  const std::string fp = fingerprint(in_order, s.space);
+  auto st = alg.state.find(fp);
   if (st != alg.state.end()) r.system_attrs = st->second;
+  if (fp == alg.model_fingerprint) r.system_attrs.insert(alg.model.begin(), alg.model.end());
   return r;
 }
 
@@ -409,6 +432,7 @@ nlohmann::json get_suggestions(const nlohmann::json& request) {
 
   json assignments = json::array();
   json state = json::array();
+  std::string model;
   for (const Trial& t : asked) {
     std::vector<std::string> text(e.space.space.size());
     json a = json::array();
@@ -417,9 +441,13 @@ nlohmann::json get_suggestions(const nlohmann::json& request) {
       a.push_back({e.space.space.param(i).name, text[i]});
     }
     assignments.push_back(std::move(a));
-    std::string attrs = encode_attrs(t.system_attrs);
-    if (!attrs.empty()) state.push_back({kStatePrefix + fingerprint(text, e.space.space), attrs});
+    const std::string fp = fingerprint(text, e.space.space);
+    std::string attrs = encode_attrs(t.system_attrs, [](const std::string& k) { return !is_model_attr(k); });
+    if (!attrs.empty()) state.push_back({kStatePrefix + fp, attrs});
+    std::string m = encode_attrs(t.system_attrs, is_model_attr);
+    if (!m.empty()) model = fp + ":" + m;  // the last suggestion's model is the one read next time
   }
+  if (!model.empty()) state.push_back({std::string(kStatePrefix) + kModelKey, model});
   bool short_reply = static_cast<std::int64_t>(asked.size()) < count;
   return {{"assignments", std::move(assignments)},
           {"state", std::move(state)},

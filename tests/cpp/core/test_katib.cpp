@@ -243,3 +243,41 @@ TEST_F(Katib, ValidationNamesWhatIsWrong) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Katib, GpModelStateTravelsOnceAndIsRead) {
+  json exp = experiment("bayesianoptimization", kv({{"n_initial_points", "3"}, {"random_state", "5"}}));
+  json trials = json::array();
+  json merged = exp;
+  std::vector<json> model_values;
+  for (int round = 0; round < 4; ++round) {
+    json r = ask(merged, trials, 2);
+    ASSERT_EQ(r["assignments"].size(), 2u);
+    // Katib merges: a setting of the same name is replaced, a new one appended.
+    for (const auto& s : r["state"]) {
+      bool replaced = false;
+      for (auto& m : merged["algorithm"]["settings"])
+        if (m[0] == s[0]) m[1] = s[1], replaced = true;
+      if (!replaced) merged["algorithm"]["settings"].push_back(s);
+    }
+    for (const auto& a : r["assignments"])
+      trials.push_back(trial("t" + std::to_string(trials.size()), a, "SUCCEEDED", loss_of(a)));
+    for (const auto& s : r["state"])
+      if (s[0] == std::string(katib::kStatePrefix) + "model") model_values.push_back(s[1]);
+  }
+  // The GP's model state (hyperparameters, fit size) is one setting, not one per trial.
+  std::size_t n_state = 0;
+  for (const auto& s : merged["algorithm"]["settings"])
+    n_state += s[0].get<std::string>().rfind(katib::kStatePrefix, 0) == 0;
+  EXPECT_EQ(n_state, 1u);
+  ASSERT_GE(model_values.size(), 2u);
+  EXPECT_NE(model_values.back().get<std::string>().find("gp_theta_0="), std::string::npos);
+  EXPECT_EQ(model_values.back().get<std::string>().find("gp_acq_value"), std::string::npos);
+  // The model state is read: without it the GP fits cold and answers otherwise; with it, the same each time.
+  json warm = ask(merged, trials, 1);
+  EXPECT_EQ(warm, ask(merged, trials, 1));
+  EXPECT_NE(warm["assignments"], ask(exp, trials, 1)["assignments"]);
+}
+
+}  // namespace
