@@ -1,11 +1,21 @@
-"""Pure-Python conveniences on top of the native Study: ``optimize`` with threads and a progress bar."""
+"""Pure-Python conveniences on top of the native Study: ``optimize`` (threads, progress bar, Optuna-style
+callbacks) and ``trials_dataframe`` (an Optuna-like pandas table)."""
 from __future__ import annotations
 
+import datetime
 import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["RunningTrial", "TrialPruned"]
+
+#: ``callback(study, trial)``, called after each finished trial (the signature of Optuna's callbacks).
+Callback = Callable[[Any, Any], None]
 
 
 class TrialPruned(Exception):
@@ -47,6 +57,18 @@ class RunningTrial:
         return f"RunningTrial(id={self.id}, params={self.params!r})"
 
 
+class _RunState:
+    """What the workers of one ``optimize`` call share (guarded by its lock)."""
+
+    __slots__ = ("left", "stop", "error", "active")
+
+    def __init__(self, n_trials: int) -> None:
+        self.left = n_trials
+        self.stop = False
+        self.error: BaseException | None = None
+        self.active = 0
+
+
 def _optimize(
     self: Any,
     func: Callable[[RunningTrial], float],
@@ -55,6 +77,7 @@ def _optimize(
     show_progress: bool = False,
     timeout: float | None = None,
     catch: Iterable[type[BaseException]] = (),
+    callbacks: Iterable[Callback] | None = None,
 ) -> Any:
     """Run ``func(trial)`` for ``n_trials`` trials with ``n_jobs`` worker threads; returns the study.
 
@@ -62,6 +85,11 @@ def _optimize(
     stop early (recorded as pruned) or any other exception (recorded as failed; re-raised unless its type is
     in ``catch``). The native calls release the GIL, so threads overlap whenever ``func`` does too. Stops
     early when the search space is exhausted or ``timeout`` seconds have passed.
+
+    Each of ``callbacks`` is called as ``callback(study, trial)`` after every trial that finishes (complete,
+    pruned, or failed with an exception in ``catch``), with the finished ``kt.Trial``, in the worker thread
+    that ran it, one callback call at a time. An exception in a callback stops ``optimize`` and is re-raised,
+    as in Optuna.
     """
     from ._kubetune import SearchExhausted
 
@@ -74,8 +102,10 @@ def _optimize(
 
         n_jobs = os.cpu_count() or 1
     catch = tuple(catch)
+    cbs = _check_callbacks(callbacks)
+    cb_lock = threading.Lock()
     lock = threading.Lock()
-    state = {"left": n_trials, "stop": False, "error": None, "active": 0}
+    state = _RunState(n_trials)
     deadline = None if timeout is None else time.monotonic() + float(timeout)
     bar = None
     if show_progress:
@@ -85,26 +115,26 @@ def _optimize(
 
     def take() -> bool:
         with lock:
-            if state["stop"] or state["left"] <= 0:
+            if state.stop or state.left <= 0:
                 return False
             if deadline is not None and time.monotonic() > deadline:
                 return False
-            state["left"] -= 1
+            state.left -= 1
             return True
 
-    def ask_or_wait():
+    def ask_or_wait() -> Any:
         # A searcher may have nothing to run *now* (e.g. Hyperband waiting for a rung to fill) while other
         # workers' trials are still running: wait for them instead of stopping. Stop only when nothing runs.
         while True:
             try:
                 trial = self.ask()
                 with lock:
-                    state["active"] += 1
+                    state.active += 1
                 return trial
             except SearchExhausted:
                 with lock:
-                    if state["active"] == 0 or state["stop"]:
-                        state["stop"] = True
+                    if state.active == 0 or state.stop:
+                        state.stop = True
                         return None
                 time.sleep(0.005)
 
@@ -117,9 +147,26 @@ def _optimize(
                 run_one(trial)
             finally:
                 with lock:
-                    state["active"] -= 1
+                    state.active -= 1
 
-    def run_one(trial) -> None:
+    def fail(exc: BaseException) -> None:
+        with lock:
+            state.stop = True
+            if state.error is None:
+                state.error = exc
+
+    def run_callbacks(trial_id: int) -> None:
+        if not cbs:
+            return
+        finished = self.trial(trial_id)
+        try:
+            with cb_lock:
+                for cb in cbs:
+                    cb(self, finished)
+        except Exception as exc:  # noqa: BLE001  (stops optimize; re-raised once the workers are done)
+            fail(exc)
+
+    def run_one(trial: Any) -> None:
         handle = RunningTrial(self, trial)
         try:
             value = func(handle)
@@ -129,10 +176,7 @@ def _optimize(
             self.tell(trial.id, state="failed")
             self.set_user_attr(trial.id, "fail_reason", f"{type(exc).__name__}: {exc}")
             if not isinstance(exc, catch):
-                with lock:
-                    state["stop"] = True
-                    if state["error"] is None:
-                        state["error"] = exc
+                fail(exc)
                 return
         else:
             if isinstance(value, (list, tuple)):
@@ -144,6 +188,7 @@ def _optimize(
                     self.tell(trial.id, state="failed")
                     raise TypeError(f"objective must return a number, got {type(value).__name__}") from None
                 self.tell(trial.id, v if not math.isnan(v) else float("nan"))
+        run_callbacks(trial.id)
         if bar is not None:
             with lock:
                 bar.update(1)
@@ -161,10 +206,100 @@ def _optimize(
     finally:
         if bar is not None:
             bar.close()
-    if state["error"] is not None:
-        raise state["error"]
+    if state.error is not None:
+        raise state.error
     return self
 
 
+def _check_callbacks(callbacks: Iterable[Callback] | None) -> tuple[Callback, ...]:
+    if callbacks is None:
+        return ()
+    what = f"callbacks must be an iterable of callables callback(study, trial), got {type(callbacks).__name__}"
+    if callable(callbacks):
+        raise TypeError(what + " (wrap a single callback in a list)")
+    if isinstance(callbacks, (str, bytes)):
+        raise TypeError(what)
+    try:
+        cbs = tuple(callbacks)
+    except TypeError:
+        raise TypeError(what) from None
+    for i, cb in enumerate(cbs):
+        if not callable(cb):
+            raise TypeError(f"callbacks[{i}] must be callable as callback(study, trial), got {type(cb).__name__}")
+    return cbs
+
+
+# ---- trials_dataframe ------------------------------------------------------------------------------------
+# Column names and order follow Optuna's Study.trials_dataframe() defaults (optuna/study/_dataframe.py):
+# number, value (values_0, values_1, ... for several objectives), datetime_start, datetime_complete,
+# duration, params_<name>, user_attrs_<key>, system_attrs_<key> (each group sorted by name), state.
+
+
+def _import_pandas() -> Any:
+    try:
+        import pandas
+    except ImportError as exc:
+        raise ImportError(
+            "Study.trials_dataframe() needs pandas, which is not installed: pip install pandas"
+        ) from exc
+    return pandas
+
+
+def _timestamp(seconds: float) -> datetime.datetime | None:
+    # Naive local time, as Optuna's datetime_start / datetime_complete.
+    return datetime.datetime.fromtimestamp(seconds) if seconds > 0 else None
+
+
+def _trial_row(trial: Any, n_objectives: int, pending: Any, finished: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {"number": trial.number}
+    values = list(trial.values) if trial.values else [None] * n_objectives
+    if n_objectives == 1:
+        row["value"] = values[0]
+    else:
+        row.update({f"values_{i}": v for i, v in enumerate(values)})
+    start = None if trial.state == pending else _timestamp(trial.created_at)
+    end = _timestamp(trial.finished_at) if trial.state in finished else None
+    row["datetime_start"] = start
+    row["datetime_complete"] = end
+    row["duration"] = end - start if start is not None and end is not None else None
+    row.update({f"params_{k}": v for k, v in trial.params.items()})
+    row.update({f"user_attrs_{k}": v for k, v in trial.user_attrs.items()})
+    row.update({f"system_attrs_{k}": v for k, v in trial.system_attrs.items()})
+    row["state"] = trial.state.name
+    return row
+
+
+def _dataframe_columns(n_objectives: int, rows: list[dict[str, Any]]) -> list[str]:
+    values = ["value"] if n_objectives == 1 else [f"values_{i}" for i in range(n_objectives)]
+    head = ["number", *values, "datetime_start", "datetime_complete", "duration"]
+    keys = {k for row in rows for k in row}
+    groups = [sorted(k for k in keys if k.startswith(p)) for p in ("params_", "user_attrs_", "system_attrs_")]
+    return head + [k for g in groups for k in g] + ["state"]
+
+
+def _trials_dataframe(self: Any) -> pd.DataFrame:
+    """The study's trials as a pandas DataFrame, one row per trial in id order, with Optuna's default columns.
+
+    ``number``; ``value`` (or ``values_0``, ``values_1``, ... with several directions; NaN unless complete);
+    ``datetime_start`` / ``datetime_complete`` (naive local time; NaT while pending / unfinished) and
+    ``duration``; ``params_<name>`` (NaN where a conditional parameter is inactive), ``user_attrs_<key>``,
+    ``system_attrs_<key>``; ``state`` (the ``kt.TrialState`` name: COMPLETE, PRUNED, FAILED, RUNNING,
+    PENDING). A study without trials gives those fixed columns and no rows. Needs pandas.
+    """
+    from ._kubetune import TrialState
+
+    pandas = _import_pandas()
+    n_objectives = len(self.directions)
+    finished = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAILED)
+    rows = [_trial_row(t, n_objectives, TrialState.PENDING, finished) for t in self.trials]
+    columns = _dataframe_columns(n_objectives, rows)
+    df = pandas.DataFrame(rows, columns=columns)
+    for col in ("datetime_start", "datetime_complete"):
+        df[col] = pandas.to_datetime(df[col])
+    df["duration"] = pandas.to_timedelta(df["duration"])
+    return df
+
+
 def _install_study_helpers(study_cls: type) -> None:
-    study_cls.optimize = _optimize
+    setattr(study_cls, "optimize", _optimize)
+    setattr(study_cls, "trials_dataframe", _trials_dataframe)

@@ -168,6 +168,89 @@ TrialRecord trial_record_arg(py::handle item, std::size_t index) {
       r.system_attrs[py::str(k).cast<std::string>()] = value_arg(v);
   return r;
 }
+
+// Trials in columns (the bulk path of integrations): {"x": (n, d) floats in the internal encoding (NaN =
+// inactive), "state": (n,) kt.TrialState codes, "values": (n, k) floats (read on complete rows),
+// "intermediate": (rows, steps, values) three equal-length 1-D arrays, "system_attrs": {row: {name: number}}}.
+std::vector<TrialRecord> trial_columns_arg(const py::dict& d, std::size_t dim) {
+  using farr = py::array_t<double, py::array::c_style | py::array::forcecast>;
+  using iarr = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+  KT_CHECK(d.contains("x") && d.contains("state"), InvalidArgument, "trial columns need 'x' and 'state'");
+  farr x = farr::ensure(d["x"]);
+  iarr st = iarr::ensure(d["state"]);
+  KT_CHECK(x && x.ndim() == 2, InvalidArgument, "trial columns: 'x' must be a 2-D float array (trials, parameters)");
+  const auto n = static_cast<std::size_t>(x.shape(0));
+  KT_CHECK(static_cast<std::size_t>(x.shape(1)) == dim || n == 0, InvalidArgument, "trial columns: 'x' has ",
+           x.shape(1), " columns, the space has ", dim, " parameters");
+  KT_CHECK(st && st.ndim() == 1 && static_cast<std::size_t>(st.shape(0)) == n, InvalidArgument,
+           "trial columns: 'state' must be a 1-D integer array of ", n, " kt.TrialState codes");
+  farr vals;
+  std::size_t k = 0;
+  if (d.contains("values") && !d["values"].is_none()) {
+    vals = farr::ensure(d["values"]);
+    KT_CHECK(vals && vals.ndim() == 2 && static_cast<std::size_t>(vals.shape(0)) == n, InvalidArgument,
+             "trial columns: 'values' must be a 2-D float array with ", n, " rows");
+    k = static_cast<std::size_t>(vals.shape(1));
+  }
+  std::vector<TrialRecord> recs(n);
+  const double* xs = x.data();
+  auto ss = st.unchecked<1>();
+  for (std::size_t i = 0; i < n; ++i) {
+    TrialRecord& r = recs[i];
+    std::int64_t code = ss(static_cast<py::ssize_t>(i));
+    KT_CHECK(code >= static_cast<std::int64_t>(TrialState::Pending) &&
+                 code <= static_cast<std::int64_t>(TrialState::Failed),
+             InvalidArgument, "trial columns: state[", i, "] = ", code, " is not a kt.TrialState code");
+    r.state = static_cast<TrialState>(code);
+    r.x.assign(xs + i * dim, xs + (i + 1) * dim);
+    if (r.state == TrialState::Complete) {
+      KT_CHECK(k > 0, InvalidArgument, "trial columns: trial ", i, " is complete but 'values' is missing");
+      r.values.resize(k);
+      for (std::size_t j = 0; j < k; ++j)
+        r.values[j] = vals.at(static_cast<py::ssize_t>(i), static_cast<py::ssize_t>(j));
+    }
+  }
+  if (d.contains("intermediate") && !d["intermediate"].is_none()) {
+    auto t = py::reinterpret_borrow<py::sequence>(d["intermediate"]);
+    KT_CHECK(t.size() == 3, InvalidArgument, "trial columns: 'intermediate' is (rows, steps, values)");
+    iarr rows = iarr::ensure(t[0]), steps = iarr::ensure(t[1]);
+    farr iv = farr::ensure(t[2]);
+    KT_CHECK(rows && steps && iv && rows.ndim() == 1 && steps.ndim() == 1 && iv.ndim() == 1 &&
+                 rows.shape(0) == steps.shape(0) && rows.shape(0) == iv.shape(0),
+             InvalidArgument, "trial columns: 'intermediate' needs three 1-D arrays of one length");
+    auto rr = rows.unchecked<1>();
+    auto sr = steps.unchecked<1>();
+    auto vr = iv.unchecked<1>();
+    for (py::ssize_t e = 0; e < rows.shape(0); ++e) {
+      std::int64_t row = rr(e);
+      KT_CHECK(row >= 0 && static_cast<std::size_t>(row) < n, InvalidArgument, "trial columns: intermediate row ",
+               row, " outside [0, ", n, ")");
+      recs[static_cast<std::size_t>(row)].intermediate.emplace_back(sr(e), vr(e));
+    }
+  }
+  if (d.contains("system_attrs") && !d["system_attrs"].is_none()) {
+    for (auto [key, attrs] : py::reinterpret_borrow<py::dict>(d["system_attrs"])) {
+      auto row = key.cast<std::int64_t>();
+      KT_CHECK(row >= 0 && static_cast<std::size_t>(row) < n, InvalidArgument, "trial columns: system_attrs row ",
+               row, " outside [0, ", n, ")");
+      for (auto [name, v] : py::reinterpret_borrow<py::dict>(attrs))
+        recs[static_cast<std::size_t>(row)].system_attrs[py::str(name).cast<std::string>()] = value_arg(v);
+    }
+  }
+  return recs;
+}
+
+// Records from a list of dicts or from columns.
+std::vector<TrialRecord> trial_records_arg(py::handle trials, std::size_t dim) {
+  if (py::isinstance<py::dict>(trials)) return trial_columns_arg(py::reinterpret_borrow<py::dict>(trials), dim);
+  KT_CHECK(py::isinstance<py::list>(trials), InvalidArgument,
+           "trials must be a list of trial dicts or a dict of trial columns");
+  std::vector<TrialRecord> recs;
+  auto l = py::reinterpret_borrow<py::list>(trials);
+  recs.reserve(l.size());
+  for (auto item : l) recs.push_back(trial_record_arg(item, recs.size()));
+  return recs;
+}
 }  // namespace
 
 void bind_core(py::module_& m) {
@@ -430,11 +513,9 @@ void bind_core(py::module_& m) {
           py::arg("intermediate") = py::none(), "Add a finished trial (e.g. from an earlier run).")
       .def_static(
           "replay",
-          [](const SearchSpace& space, py::handle searcher, const py::list& trials, py::handle direction,
+          [](const SearchSpace& space, py::handle searcher, py::handle trials, py::handle direction,
              std::uint64_t seed, std::uint64_t ask_counter, py::handle pruner) {
-            std::vector<TrialRecord> recs;
-            recs.reserve(trials.size());
-            for (auto item : trials) recs.push_back(trial_record_arg(item, recs.size()));
+            std::vector<TrialRecord> recs = trial_records_arg(trials, space.size());
             auto srch = searcher_from(searcher);
             auto prn = pruner_from(pruner);
             auto dirs = directions_arg(direction);
@@ -444,7 +525,19 @@ void bind_core(py::module_& m) {
           py::arg("space"), py::arg("searcher"), py::arg("trials"), py::arg("direction") = "minimize",
           py::arg("seed") = 0, py::arg("ask_counter") = 0, py::arg("pruner") = py::none(),
           "A study rebuilt from another engine's trials (dicts with params, state, values, intermediate, "
-          "system_attrs); running ones are pending points. Same arguments => same asks.")
+          "system_attrs, or a dict of columns: x, state, values, intermediate, system_attrs); running ones are "
+          "pending points. Same arguments => same asks.")
+      .def(
+          "replace_trials",
+          [](Study& s, py::handle trials, std::uint64_t ask_counter, std::size_t keep) {
+            std::vector<TrialRecord> recs = trial_records_arg(trials, s.space().size());
+            py::gil_scoped_release rel;
+            s.replace_trials(std::move(recs), ask_counter, keep);
+          },
+          py::arg("trials"), py::arg("ask_counter") = 0, py::arg("keep") = 0,
+          "Replace the trials as replay() builds them and set the ask counter, keeping this study's searcher "
+          "and pruner (and their caches): the next asks equal those of a fresh replay() with the same arguments. "
+          "keep > 0 keeps the first keep trials (finished ones replayed before) and replaces those after them.")
       .def("set_user_attr", &Study::set_user_attr, py::arg("trial_id"), py::arg("key"), py::arg("value"))
       .def_property_readonly("exhausted", &Study::exhausted)
       .def_property_readonly("space", [](const Study& s) { return s.space(); })
@@ -460,12 +553,15 @@ void bind_core(py::module_& m) {
                              "The searcher's configuration (dict).")
       .def(
           "save",
-          [](const Study& s, const py::object& path) {
+          [](const Study& s, const py::object& path, bool overwrite) {
             std::string p = py::str(path);
             py::gil_scoped_release rel;
-            s.save(p);
+            s.save(p, overwrite);
           },
-          py::arg("path"), "Atomic save (temp file, fsync, rename).")
+          py::arg("path"), py::kw_only(), py::arg("overwrite") = false,
+          "Atomic save (temp file, fsync, rename) under a lock on '<path>.lock'. Raises RuntimeError, leaving the "
+          "file as it is, when the file holds a study this object did not load or save, or changed since this "
+          "object loaded or last saved it; overwrite=True replaces it. One process per study file.")
       .def_static(
           "load",
           [](const py::object& path) {

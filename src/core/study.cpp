@@ -2,13 +2,19 @@
 #include "kubetune/core/study.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <random>
 #include <sstream>
 #include <thread>
 #include <algorithm>
@@ -237,21 +243,22 @@ std::int64_t Study::enqueue(const Assignment& a) {
   return trials_.back().id;
 }
 
-Trial Study::make_trial(const Assignment& a, const std::vector<double>& values, TrialState state,
-                        const std::vector<std::pair<std::int64_t, double>>& intermediate) const {
+Trial Study::make_trial(std::vector<double> x, std::vector<double> values, TrialState state,
+                        std::vector<std::pair<std::int64_t, double>> intermediate, double now) const {
   Trial t;
-  t.x = space_.from_assignment(a);
+  t.x = std::move(x);
   if (state == TrialState::Complete) {
     KT_CHECK(values.size() == directions_.size(), InvalidArgument, "trial has ", values.size(),
              " objective values for ", directions_.size(), " directions");
     for (double v : values)
       if (!std::isfinite(v)) state = TrialState::Failed;
-    if (state == TrialState::Complete) t.values = values;
+    if (state == TrialState::Complete) t.values = std::move(values);
   }
   t.state = state;
-  t.intermediate = intermediate;
-  std::sort(t.intermediate.begin(), t.intermediate.end());
-  t.created_at = now_seconds();
+  t.intermediate = std::move(intermediate);
+  if (!std::is_sorted(t.intermediate.begin(), t.intermediate.end()))
+    std::sort(t.intermediate.begin(), t.intermediate.end());
+  t.created_at = now;
   if (t.is_finished()) t.finished_at = t.created_at;
   return t;
 }
@@ -260,12 +267,38 @@ std::int64_t Study::add_trial(const Assignment& a, const std::vector<double>& va
                               const std::vector<std::pair<std::int64_t, double>>& intermediate) {
   KT_CHECK(state == TrialState::Complete || state == TrialState::Pruned || state == TrialState::Failed,
            InvalidArgument, "add_trial needs a final state, got '", to_string(state), "'");
-  Trial t = make_trial(a, values, state, intermediate);
+  Trial t = make_trial(space_.from_assignment(a), values, state, intermediate, now_seconds());
   std::lock_guard<std::mutex> lk(mu_);
   t.id = static_cast<std::int64_t>(trials_.size());
   trials_.push_back(std::move(t));
   return trials_.back().id;
 }
+
+namespace {
+// A record's point given in the internal encoding: the checks of from_assignment (right size, finite, in
+// bounds, on the grid, legal index), then snapped onto the legal value as from_assignment does. One pass
+// without conditions (the bulk path of integrations); validate_point otherwise.
+void check_point(const SearchSpace& space, std::vector<double>& x, bool conditional) {
+  if (conditional) space.validate_point(x);
+  KT_CHECK(x.size() == space.size(), InvalidArgument, "point has ", x.size(), " values, space has ", space.size(),
+           " parameters");
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    if (conditional && std::isnan(v)) continue;  // inactive (validate_point checked it)
+    const Param& p = space.param(i);
+    KT_CHECK(!std::isnan(v), InvalidArgument, "parameter '", p.name, "' is active but has no value");
+    if (p.type == ParamType::Double && p.step == 0) {
+      KT_CHECK(v >= p.low && v <= p.high, InvalidArgument, "parameter '", p.name, "': value ", v, " outside [",
+               p.low, ", ", p.high, "]");
+      continue;
+    }
+    const double s = space.snap(i, v);
+    KT_CHECK(std::isfinite(v) && std::abs(s - v) <= 1e-9 * (1 + std::abs(s)), InvalidArgument, "parameter '",
+             p.name, "': value ", v, " is not legal");
+    x[i] = s;
+  }
+}
+}  // namespace
 
 std::unique_ptr<Study> Study::replay(SearchSpace space, std::unique_ptr<Searcher> searcher,
                                      std::vector<Direction> directions, std::uint64_t seed,
@@ -273,23 +306,64 @@ std::unique_ptr<Study> Study::replay(SearchSpace space, std::unique_ptr<Searcher
                                      std::unique_ptr<Pruner> pruner) {
   auto s = std::make_unique<Study>(std::move(space), std::move(searcher), std::move(directions), seed,
                                    std::move(pruner));
-  s->ask_counter_ = ask_counter;
-  s->trials_.reserve(trials.size());
-  for (const auto& r : trials) {
+  s->replace_trials(trials, ask_counter);
+  return s;
+}
+
+void Study::replace_trials(std::vector<TrialRecord> trials, std::uint64_t ask_counter, std::size_t keep) {
+  const double now = now_seconds();
+  const bool conditional = space_.has_conditions();
+  // Reuse the storage of the trials replaced last time: integrations call this on every ask, and a fresh
+  // buffer of that size would come from (and go back to) the kernel each time.
+  std::vector<Trial> built;
+  if (keep == 0) {
+    std::lock_guard<std::mutex> lk(mu_);
+    built.swap(spare_);
+  }
+  built.clear();
+  built.reserve(trials.size() + 16);  // room for the asks that usually follow
+  for (auto& r : trials) {
     // A pending record is one the other engine has not started yet: to searchers it is running all the same.
     TrialState st = r.state == TrialState::Pending ? TrialState::Running : r.state;
     Trial t;
     try {
-      t = s->make_trial(r.params, r.values, st, r.intermediate);
+      std::vector<double> x;
+      if (r.x.empty()) {
+        x = space_.from_assignment(r.params);
+      } else {
+        check_point(space_, r.x, conditional);
+        x = std::move(r.x);
+      }
+      t = make_trial(std::move(x), std::move(r.values), st, std::move(r.intermediate), now);
     } catch (const Error& e) {
-      KT_THROW(InvalidArgument, "trial ", s->trials_.size(), ": ", e.what());
+      KT_THROW(InvalidArgument, "trial ", keep + built.size(), ": ", e.what());
     }
-    t.id = static_cast<std::int64_t>(s->trials_.size());
-    t.system_attrs = r.system_attrs;
-    s->trials_.push_back(std::move(t));
+    t.id = static_cast<std::int64_t>(keep + built.size());
+    t.system_attrs = std::move(r.system_attrs);
+    built.push_back(std::move(t));
   }
-  s->first_pending_ = s->trials_.size();
-  return s;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    KT_CHECK(keep <= trials_.size(), InvalidArgument, "replace_trials: keep = ", keep, " but the study has ",
+             trials_.size(), " trials");
+    for (std::size_t i = 0; i < keep; ++i)
+      KT_CHECK(trials_[i].is_finished(), InvalidArgument, "replace_trials: kept trial ", i, " is ",
+               to_string(trials_[i].state), "; only finished trials can be kept");
+    if (keep == 0) {
+      trials_.swap(built);
+    } else {
+      trials_.erase(trials_.begin() + static_cast<std::ptrdiff_t>(keep), trials_.end());
+      trials_.reserve(trials_.size() + built.size() + 16);
+      std::move(built.begin(), built.end(), std::back_inserter(trials_));
+    }
+    ask_counter_ = ask_counter;
+    exhausted_ = false;
+    first_pending_ = trials_.size();
+  }
+  if (keep != 0) return;
+  built.clear();  // the replaced trials, freed outside the lock; their storage is kept for the next call
+  std::lock_guard<std::mutex> lk(mu_);
+  if (spare_.capacity() < built.capacity()) spare_.swap(built);
 }
 
 void Study::set_user_attr(std::int64_t id, const std::string& key, const std::string& value) {
@@ -363,59 +437,305 @@ std::unique_ptr<Study> Study::from_json(const nlohmann::json& j) {
   }
 }
 
-void Study::save(const std::string& path) const {
-  std::string text = to_json().dump();
-  std::string dir = ".";
+namespace {
+// ---- persistence helpers (save/load) ----
+
+// FNV-1a, 64 bit: a save checks that the file's bytes are still the ones this object read or wrote.
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string random_hex(std::size_t bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::random_device rd;
+  std::string out;
+  out.reserve(2 * bytes);
+  for (std::size_t i = 0; i < bytes; i += 4) {
+    std::uint32_t r = rd();
+    for (std::size_t k = 0; k < 4 && i + k < bytes; ++k, r >>= 8) {
+      out.push_back(digits[(r >> 4) & 0xf]);
+      out.push_back(digits[r & 0xf]);
+    }
+  }
+  return out;
+}
+
+std::string errno_text(int e) { return std::string(std::strerror(e)); }
+
+/// The key under which a Study remembers a file: absolute and normalised, so "./s.json" and "s.json" agree.
+std::string file_key(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
+}
+
+std::string parent_dir(const std::string& path) {
   auto slash = path.find_last_of('/');
-  if (slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                    std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  KT_CHECK(fd >= 0, IoError, "cannot write study to '", path, "': cannot create temp file '", tmp, "'");
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// A descriptor closed on every path out of scope.
+struct UniqueFd {
+  int fd = -1;
+  explicit UniqueFd(int f) : fd(f) {}
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() {
+    if (fd >= 0) ::close(fd);
+  }
+  /// close() and report its result; the descriptor is released either way (Linux semantics).
+  int close_now() {
+    int r = ::close(fd);
+    fd = -1;
+    return r;
+  }
+};
+
+/// Exclusive advisory lock on `<path>.lock` for the read-check-write of a save. Bounded wait.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : lock_path_(path + ".lock"), fd_(-1) {
+    // O_NOFOLLOW: a symlink planted at the lock's name is refused, not followed.
+    fd_.fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int e = errno;
+    KT_CHECK(fd_.fd >= 0, IoError, "cannot save study to '", path, "': cannot open lock file '", lock_path_,
+             "': ", errno_text(e));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (::flock(fd_.fd, LOCK_EX | LOCK_NB) != 0) {
+      e = errno;
+      if (e == EINTR) continue;
+      KT_CHECK(e == EWOULDBLOCK, IoError, "cannot save study to '", path, "': cannot lock '", lock_path_,
+               "': ", errno_text(e));
+      KT_CHECK(std::chrono::steady_clock::now() < deadline, IoError, "cannot save study to '", path,
+               "': another process has held the lock '", lock_path_, "' for 60 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  ~FileLock() {
+    if (fd_.fd >= 0) ::flock(fd_.fd, LOCK_UN);
+  }
+
+ private:
+  std::string lock_path_;
+  UniqueFd fd_;
+};
+
+/// Reads a whole file from one descriptor (one inode, so a concurrent rename never mixes two versions).
+/// nullopt when it does not exist; `mode` gets its permission bits.
+std::optional<std::string> read_file_if_exists(const std::string& path, const char* what, mode_t* mode = nullptr) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.fd < 0) {
+    int e = errno;
+    if (e == ENOENT) return std::nullopt;
+    KT_THROW(IoError, what, " '", path, "': ", errno_text(e));
+  }
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) {
+    int e = errno;
+    KT_THROW(IoError, what, " '", path, "': ", errno_text(e));
+  }
+  KT_CHECK(!S_ISDIR(st.st_mode), IoError, what, " '", path, "': it is a directory");
+  if (mode) *mode = st.st_mode & 07777;
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t r = ::read(fd.fd, buf, sizeof buf);
+    if (r < 0) {
+      int e = errno;
+      if (e == EINTR) continue;
+      KT_THROW(IoError, what, " '", path, "': read failed: ", errno_text(e));
+    }
+    if (r == 0) break;
+    out.append(buf, static_cast<std::size_t>(r));
+  }
+  return out;
+}
+
+/// Permission bits for a new study file: 0666 minus the process umask (read from /proc, since umask(2) can
+/// only be read by changing it, which races with other threads); 0644 when /proc is not there.
+mode_t new_file_mode() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Umask:", 0) == 0) {
+      try {
+        return static_cast<mode_t>(0666 & ~std::stoul(line.substr(6), nullptr, 8));
+      } catch (const std::exception&) {
+        break;
+      }
+    }
+  }
+  return 0644;
+}
+
+/// Replace `path` by `text` atomically: a fresh temp file next to it (unique random name, O_EXCL|O_NOFOLLOW,
+/// mode 0600 until written), write, fchmod, fsync, rename, fsync of the folder. The temp file is removed and
+/// its descriptor closed on every failure.
+void write_file_atomically(const std::string& path, const std::string& text, mode_t mode) {
+  std::string tmp;
+  UniqueFd fd(-1);
+  int e = 0;
+  for (int attempt = 0; attempt < 64 && fd.fd < 0; ++attempt) {
+    tmp = path + ".tmp-" + random_hex(8);
+    fd.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    e = errno;
+    if (fd.fd < 0 && e != EEXIST) break;
+  }
+  KT_CHECK(fd.fd >= 0, IoError, "cannot write study to '", path, "': cannot create a temp file next to it: ",
+           errno_text(e));
+  struct Remover {
+    const std::string& name;
+    bool armed = true;
+    ~Remover() {
+      if (armed) ::unlink(name.c_str());
+    }
+  } remover{tmp};
   const char* p = text.data();
   std::size_t left = text.size();
   while (left > 0) {
-    ssize_t w = ::write(fd, p, left);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      KT_THROW(IoError, "cannot write study to '", path, "': write failed");
+    ssize_t w = ::write(fd.fd, p, left);
+    if (w <= 0) {
+      e = w < 0 ? errno : ENOSPC;
+      if (e == EINTR) continue;
+      KT_THROW(IoError, "cannot write study to '", path, "': write failed: ", errno_text(e));
     }
     p += w;
     left -= static_cast<std::size_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    KT_THROW(IoError, "cannot write study to '", path, "': fsync/close failed");
+  if (::fchmod(fd.fd, mode) != 0) {
+    e = errno;
+    KT_THROW(IoError, "cannot write study to '", path, "': fchmod failed: ", errno_text(e));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    KT_THROW(IoError, "cannot write study to '", path, "': rename failed");
+  if (::fsync(fd.fd) != 0) {
+    e = errno;
+    KT_THROW(IoError, "cannot write study to '", path, "': fsync failed: ", errno_text(e));
   }
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
+  if (fd.close_now() != 0) {
+    e = errno;
+    KT_THROW(IoError, "cannot write study to '", path, "': close failed: ", errno_text(e));
   }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    e = errno;
+    KT_THROW(IoError, "cannot write study to '", path, "': rename failed: ", errno_text(e));
+  }
+  remover.armed = false;
+  // Make the rename durable. Best effort: some file systems do not support fsync on a folder.
+  UniqueFd dfd(::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd.fd >= 0) ::fsync(dfd.fd);
+}
+
+/// The lineage and revision a file on disk carries, for messages ("" / 0 when it has none).
+struct DiskVersion {
+  bool is_study = false;
+  std::string lineage;
+  std::uint64_t revision = 0;
+};
+
+DiskVersion disk_version(const std::string& text) {
+  DiskVersion v;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("format", std::string()) != "kubetune.study") return v;
+  v.is_study = true;
+  if (j.contains("lineage") && j["lineage"].is_string()) v.lineage = j["lineage"].get<std::string>();
+  if (j.contains("revision") && j["revision"].is_number_unsigned()) v.revision = j["revision"].get<std::uint64_t>();
+  return v;
+}
+
+std::string describe(const std::string& lineage, std::uint64_t revision) {
+  if (lineage.empty()) return "no revision (a file written before revisions existed, or by hand)";
+  return "revision " + std::to_string(revision) + " of lineage " + lineage.substr(0, 8);
+}
+
+constexpr const char* kShareHint =
+    " One process per study file: to share a study between processes or machines, use the Optuna "
+    "integration (docs/integrations.md).";
+}  // namespace
+
+void Study::save(const std::string& path, bool overwrite) const {
+  KT_CHECK(!path.empty() && path.back() != '/', InvalidArgument, "study path '", path, "' must name a file");
+  std::lock_guard<std::mutex> guard(file_mu_);  // this object's saves one at a time; mu_ only inside to_json
+  const std::string key = file_key(path);
+  FileLock lock(path);
+  mode_t mode = 0;
+  std::optional<std::string> disk = read_file_if_exists(path, "cannot save study over", &mode);
+  auto known = files_.find(key);
+  const FileVersion* mine = known == files_.end() ? nullptr : &known->second;
+  DiskVersion dv;
+  if (disk) {
+    bool unchanged = mine && mine->size == disk->size() && mine->digest == fnv1a(*disk);
+    if (!unchanged) dv = disk_version(*disk);
+    if (!unchanged && !overwrite) {
+      if (!mine && !dv.is_study)
+        KT_THROW(StateError, "cannot save study to '", path, "': the file exists and is not a kubetune study; ",
+                 "choose another path, or pass overwrite=True to replace it");
+      if (!mine)
+        KT_THROW(StateError, "cannot save study to '", path, "': the file already holds a study (",
+                 describe(dv.lineage, dv.revision), ") that this Study object did not load or save; load it ",
+                 "(Study.load) to continue it, or pass overwrite=True to replace it.", kShareHint);
+      KT_THROW(StateError, "cannot save study to '", path, "': the file was changed by someone else since this ",
+               "Study loaded or last saved it (this Study has ", describe(mine->lineage, mine->revision),
+               ", the file now has ",
+               !dv.is_study ? "content that is not a study"
+               : dv.lineage == mine->lineage && dv.revision == mine->revision
+                   ? "other content under that same revision"
+                   : describe(dv.lineage, dv.revision),
+               "); saving would silently drop those changes. Load the file again and redo this work on it, or ",
+               "pass overwrite=True to replace it.", kShareHint);
+    }
+  }
+  FileVersion next;
+  if (mine && !overwrite && !mine->lineage.empty()) {
+    next.lineage = mine->lineage;
+    next.revision = mine->revision + 1;
+  } else {
+    // A new file, an overwrite or a file from before revisions: a new lineage, revisions still count up.
+    next.lineage = random_hex(16);
+    next.revision = std::max(mine ? mine->revision : 0, dv.revision) + 1;
+  }
+  nlohmann::json j = to_json();
+  j["lineage"] = next.lineage;
+  j["revision"] = next.revision;
+  std::string text = j.dump();
+  write_file_atomically(path, text, disk ? mode : new_file_mode());
+  next.digest = fnv1a(text);
+  next.size = text.size();
+  files_[key] = std::move(next);
 }
 
 std::unique_ptr<Study> Study::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  KT_CHECK(in.good(), IoError, "cannot open study file '", path, "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::optional<std::string> text = read_file_if_exists(path, "cannot open study file");
+  KT_CHECK(text.has_value(), IoError, "cannot open study file '", path, "': no such file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::exception& e) {
     KT_THROW(InvalidArgument, "study file '", path, "' is truncated or corrupt: ", e.what());
   }
+  FileVersion v;
+  if (j.is_object() && j.contains("lineage")) {
+    KT_CHECK(j["lineage"].is_string() && !j["lineage"].get_ref<const std::string&>().empty(), InvalidArgument,
+             "study file '", path, "': 'lineage' must be a non-empty string, got ", j["lineage"].dump());
+    KT_CHECK(j.contains("revision") && j["revision"].is_number_unsigned(), InvalidArgument, "study file '", path,
+             "': 'revision' must be a non-negative integer, got ", j.value("revision", nlohmann::json()).dump());
+    v.lineage = j["lineage"].get<std::string>();
+    v.revision = j["revision"].get<std::uint64_t>();
+  }
+  v.digest = fnv1a(*text);
+  v.size = text->size();
+  std::unique_ptr<Study> s;
   try {
-    return from_json(j);
+    s = from_json(j);
   } catch (const Error& e) {
     KT_THROW(InvalidArgument, "study file '", path, "': ", e.what());
   }
+  s->files_[file_key(path)] = std::move(v);
+  return s;
 }
 
 }  // namespace kubetune

@@ -83,6 +83,7 @@ int main(void) {
 
   /* Save / load round trip: both continue with the same asks. */
   const char* path = "kt_c_api_test_study.json";
+  remove(path); /* a file left by an earlier, interrupted run would (rightly) be refused below */
   CHECK(kt_study_save(st, path, NULL) == KT_OK, "save");
   kt_study* st2 = NULL;
   CHECK(kt_study_load(path, &st2, NULL) == KT_OK, "load");
@@ -96,10 +97,29 @@ int main(void) {
   CHECK(a1 && a2 && strcmp(a1, a2) == 0, "loaded study asks identically");
   kt_free_string(a1);
   kt_free_string(a2);
+  /* Both continued the same file: the first save wins, the second is refused (the file changed since its
+   * load) and the file keeps the first writer's trials. */
+  CHECK(kt_study_save(st, path, NULL) == KT_OK, "the first writer saves again");
+  err = NULL;
+  CHECK(kt_study_save(st2, path, &err) == KT_ERR_STATE, "a stale save is refused with KT_ERR_STATE");
+  CHECK(err != NULL && strstr(err, path) != NULL && strstr(err, "changed by someone else") != NULL,
+        "message names the file and the reason");
+  kt_free_string(err);
+  kt_study* st3 = NULL;
+  CHECK(kt_study_load(path, &st3, NULL) == KT_OK, "reload");
+  int64_t n3 = 0;
+  kt_study_n_trials(st3, &n3, NULL);
+  CHECK(n3 == 45, "the file holds the first writer's trials");
+  kt_study_free(st3);
   CHECK(kt_study_load("does-not-exist.json", &st2 == NULL ? NULL : &bad, NULL) == KT_ERR_IO, "missing file");
   kt_study_free(st);
   kt_study_free(st2);
   remove(path);
+  { /* the advisory lock file next to the study */
+    char lock[64];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    remove(lock);
+  }
 
   printf("C API: %d checks, %d failed\n", checks, failures);
   printf("%d passed, %d failed\n", checks - failures, failures);

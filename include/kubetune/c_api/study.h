@@ -30,7 +30,11 @@ KT_API int kt_study_best(kt_study* study, char** best_json, char** err_out);
 /* *json = the whole study (same document as the saved file). */
 KT_API int kt_study_to_json(kt_study* study, char** json, char** err_out);
 KT_API int kt_study_n_trials(kt_study* study, int64_t* n_out, char** err_out);
+/* Atomic save under an advisory lock on "<path>.lock". KT_ERR_STATE (the file left as it is) when the file
+ * holds a study this handle did not load or save, or changed since this handle loaded or last saved it
+ * (another process saved there): load it again, or remove the file to replace it. One process per file. */
 KT_API int kt_study_save(kt_study* study, const char* path, char** err_out);
+/* KT_ERR_IO for a missing file, KT_ERR_INVALID for a truncated or corrupt one (never modified). */
 KT_API int kt_study_load(const char* path, kt_study** out, char** err_out);
 
 #ifdef __cplusplus

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,9 @@ namespace kubetune {
 /// records on each call (Study::replay) instead of keeping one in memory, so a restarted service answers alike.
 struct TrialRecord {
   Assignment params;
+  /// The point in the internal encoding (see SearchSpace) instead of params when non-empty (a faster path
+  /// for integrations that convert in bulk); checked as params are and snapped onto the legal values.
+  std::vector<double> x;
   /// Running (or Pending): still being evaluated, a pending point every searcher avoids (constant liar).
   TrialState state = TrialState::Running;
   std::vector<double> values;  ///< one per direction when Complete; NaN/inf turns it into Failed
@@ -60,6 +64,13 @@ class Study {
                                        std::vector<Direction> directions, std::uint64_t seed,
                                        const std::vector<TrialRecord>& trials, std::uint64_t ask_counter = 0,
                                        std::unique_ptr<Pruner> pruner = nullptr);
+  /// Replace the trials by these records, as replay() builds them, and set the ask counter. The searcher and
+  /// pruner instances stay (their caches are memoisation only), so the next asks equal a fresh replay()'s with
+  /// the same arguments; integrations that rebuild the same study on every call keep those caches warm.
+  /// keep > 0: the first `keep` trials stay and the records replace the ones after them; the caller vouches
+  /// that the kept trials are what their records would give (finished trials it replayed before: they must
+  /// be finished, and keep <= n_trials(), or InvalidArgument leaves the study unchanged).
+  void replace_trials(std::vector<TrialRecord> trials, std::uint64_t ask_counter, std::size_t keep = 0);
   void set_user_attr(std::int64_t id, const std::string& key, const std::string& value);
   /// True once an ask returned fewer trials than requested because the searcher had nothing new.
   bool exhausted() const;
@@ -72,15 +83,23 @@ class Study {
 
   nlohmann::json to_json() const;
   static std::unique_ptr<Study> from_json(const nlohmann::json& j);
-  /// Atomic write: temp file in the same folder, fsync, rename (and fsync of the folder).
-  void save(const std::string& path) const;
-  /// Throws IoError / InvalidArgument on a missing, truncated or corrupt file; never modifies it.
+  /// Atomic, checked write. Holds an advisory lock (flock on `<path>.lock`) while it reads the file on disk,
+  /// checks it and replaces it: through a fresh temp file in the same folder (O_EXCL|O_NOFOLLOW, removed on
+  /// any failure), fsync, rename, fsync of the folder. The file gets the study's to_json() plus "lineage" (a
+  /// random token, new whenever a save starts a file) and "revision" (+1 on every save).
+  /// Throws StateError, leaving the file as it is, when the path already holds a file that this object did not
+  /// load or save, or one that changed since this object loaded or last saved it (another process or Study
+  /// object saved there): never silent lost updates. `overwrite` = replace whatever is there.
+  /// One process per study file; several processes share a study through the Optuna integration.
+  void save(const std::string& path, bool overwrite = false) const;
+  /// Throws IoError / InvalidArgument on a missing, truncated or corrupt file; never modifies it. Files
+  /// written before "lineage"/"revision" existed load (and continue) exactly as before.
   static std::unique_ptr<Study> load(const std::string& path);
 
  private:
   Trial& find_locked(std::int64_t id);
-  Trial make_trial(const Assignment& a, const std::vector<double>& values, TrialState state,
-                   const std::vector<std::pair<std::int64_t, double>>& intermediate) const;
+  Trial make_trial(std::vector<double> x, std::vector<double> values, TrialState state,
+                   std::vector<std::pair<std::int64_t, double>> intermediate, double now) const;
   void finish_locked(Trial& t, TrialState s);
 
   mutable std::mutex mu_;
@@ -93,6 +112,17 @@ class Study {
   bool exhausted_ = false;
   std::size_t first_pending_ = 0;  // no Pending trial before this index (derived; rebuilt on load)
   std::vector<Trial> trials_;
+  std::vector<Trial> spare_;  // replace_trials: the storage of the trials it replaced (empty, capacity only)
+
+  /// What this object last read from or wrote to one study file (save/load only).
+  struct FileVersion {
+    std::string lineage;         ///< empty for a file written before lineages existed
+    std::uint64_t revision = 0;
+    std::uint64_t digest = 0;    ///< FNV-1a of the file's bytes
+    std::size_t size = 0;
+  };
+  mutable std::mutex file_mu_;  // serialises this object's saves; taken before mu_, never after
+  mutable std::map<std::string, FileVersion> files_;  // by absolute, normalised path
 };
 
 }  // namespace kubetune

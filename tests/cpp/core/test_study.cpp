@@ -1,5 +1,6 @@
 // Study: ask/tell semantics, determinism, persistence (atomic, exact, corrupt files), thread safety.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -27,7 +28,14 @@ std::unique_ptr<Study> random_study(std::uint64_t seed, Direction d = Direction:
   return std::make_unique<Study>(space3(), make_searcher({{"type", "random"}}), std::vector<Direction>{d}, seed);
 }
 double objective(const Trial& t) { return (t.x[0] - 1) * (t.x[0] - 1) + std::log(t.x[1]) + t.x[2]; }
-std::string temp_path(const std::string& name) { return (fs::temp_directory_path() / name).string(); }
+// Per-process names: a file left by an earlier run would (rightly) refuse a new study's save.
+std::string temp_path(const std::string& name) {
+  return (fs::temp_directory_path() / (std::to_string(::getpid()) + "_" + name)).string();
+}
+void remove_study_file(const std::string& p) {
+  fs::remove(p);
+  fs::remove(p + ".lock");
+}
 std::string read_file(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
@@ -143,7 +151,7 @@ TEST(Study, SaveLoadRoundTripsExactlyAndContinuesIdentically) {
       l->tell(tb[k].id, objective(tb[k]));
     }
   }
-  fs::remove(p);
+  remove_study_file(p);
 }
 
 TEST(Study, CorruptOrTruncatedFileGivesClearErrorAndIsUntouched) {
@@ -173,12 +181,14 @@ TEST(Study, CorruptOrTruncatedFileGivesClearErrorAndIsUntouched) {
   }
   EXPECT_THROW(Study::load(p), InvalidArgument);
   EXPECT_THROW(Study::load(temp_path("kt_no_such_study.json")), IoError);
-  // Saving over a file is atomic: no temp files left behind, content complete.
-  s->save(p);
-  EXPECT_EQ(read_file(p), full);
+  // The file was changed behind this study's back: a plain save is refused, an explicit overwrite is atomic
+  // (no temp files left behind, content complete).
+  EXPECT_THROW(s->save(p), StateError);
+  s->save(p, /*overwrite=*/true);
+  EXPECT_EQ(Study::load(p)->to_json().dump(), s->to_json().dump());
   for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
     EXPECT_EQ(e.path().filename().string().find("kt_study_corrupt.json.tmp"), std::string::npos);
-  fs::remove(p);
+  remove_study_file(p);
   EXPECT_THROW(s->save("/nonexistent-dir/x/study.json"), IoError);
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/study.hpp"
@@ -122,7 +123,7 @@ TEST(GPSearcher, BatchAsksAreDistinctAndRunningTrialsAreFantasised) {
 
 TEST(GPSearcher, SaveLoadContinuesIdentically) {
   search::register_gp();
-  const std::string path = ::testing::TempDir() + "kt_gp_study.json";
+  const std::string path = ::testing::TempDir() + std::to_string(::getpid()) + "_kt_gp_study.json";
   Study a(branin_space(), gp_searcher(hedge()), {Direction::Minimize}, 42);
   for (int i = 0; i < 14; ++i) {
     auto t = a.ask(1).at(0);
@@ -144,6 +145,7 @@ TEST(GPSearcher, SaveLoadContinuesIdentically) {
     }
   }
   std::remove(path.c_str());
+  std::remove((path + ".lock").c_str());
 }
 
 TEST(GPSearcher, RefitScheduleExactValues) {
