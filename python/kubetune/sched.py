@@ -23,6 +23,7 @@ del _name
 
 __all__ = [n for n in dir(_native) if not n.startswith("_")] + [
     "ExtenderServer",
+    "device_plugin_allocate",
     "shared_data_dir",
     "trace_dir",
     "load_trace",
@@ -115,6 +116,36 @@ def plot_replay(results: Dict[str, dict], path: Optional[os.PathLike] = None):
     if path is not None:
         fig.savefig(path)
     return fig
+
+
+# ---------------------------------------------------------------- device plugin
+def device_plugin_allocate(
+    container_requests: Sequence[object],
+    pods: Sequence[dict],
+    devices: Sequence[dict],
+    gpu_memory_per_device: int,
+    memory_unit: str = "GiB",
+    disable_cgpu_isolation: bool = False,
+    now_ns: int = 0,
+) -> dict:
+    """gpushare device plugin's Allocate decision (decided in C++, ``gpushare_allocate_json``).
+
+    ``container_requests``: per container, the units asked (int) or kubelet's fake device IDs (list of str).
+    ``pods``: the node's pending pods, v1.Pod dicts or ``{"name", "namespace", "uid", "annotations", "gpu_mem"}``.
+    ``devices``: ``[{"uuid": ..., "index": ...}]``. Returns ``{"ok", "path", "error", "pod_index", "pod",
+    "gpu_index", "device_uuid", "pod_request", "container_envs", "pod_patch"}``; a gpushare refusal is
+    ``ok=False`` with gpushare's error environment, malformed input raises ValueError naming the field.
+    """
+    request = {
+        "container_requests": list(container_requests),
+        "pods": list(pods),
+        "devices": list(devices),
+        "gpu_memory_per_device": gpu_memory_per_device,
+        "memory_unit": memory_unit,
+        "disable_cgpu_isolation": disable_cgpu_isolation,
+        "now_ns": now_ns,
+    }
+    return json.loads(_native.gpushare_allocate_json(json.dumps(request)))
 
 
 # ---------------------------------------------------------------- scheduler-extender HTTP server

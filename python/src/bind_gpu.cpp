@@ -9,6 +9,7 @@
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/gpu/allocator.hpp"
 #include "kubetune/sched/gpu/cluster.hpp"
+#include "kubetune/sched/gpu/device_plugin.hpp"
 #include "kubetune/sched/gpu/extender.hpp"
 #include "kubetune/sched/gpu/mig.hpp"
 #include "kubetune/sched/gpu/policy.hpp"
@@ -45,6 +46,49 @@ py::dict placement_dict(const g::Placement& p) {
   d["mig_profile"] = p.mig_profile;
   d["gang"] = p.gang;
   return d;
+}
+
+py::dict profile_dict(const g::MigProfile& p) {
+  py::dict d;
+  d["name"] = p.name;
+  d["compute_slices"] = p.compute_slices;
+  d["memory_slices"] = p.memory_slices;
+  d["memory_gb"] = p.memory_gb;
+  d["max_instances"] = p.max_instances;
+  d["starts"] = p.starts;
+  d["media_extensions"] = p.media_extensions;
+  return d;
+}
+
+py::dict node_dict(const g::NodeSpec& n) {
+  py::dict d;
+  d["name"] = n.name;
+  d["cpu_milli"] = n.cpu_milli;
+  d["memory_mib"] = n.memory_mib;
+  d["gpus"] = n.num_gpus;
+  d["gpu_memory_mib"] = n.gpu_memory_mib;
+  d["gpu_memory_total_mib"] = n.gpu_memory_total_mib;
+  d["model"] = n.model;
+  d["mig"] = n.mig;
+  return d;
+}
+
+/// A JSON text from a str, or from any JSON-serialisable Python object (dict / list).
+std::string json_text(const py::object& o) {
+  if (py::isinstance<py::str>(o)) return o.cast<std::string>();
+  return py::module_::import("json").attr("dumps")(o).cast<std::string>();
+}
+
+int node_index(const g::Allocator& a, const py::object& node) {
+  if (py::isinstance<py::str>(node)) {
+    const std::string name = node.cast<std::string>();
+    const int i = a.cluster().find_node(name);
+    KT_CHECK(i >= 0, NotFound, "node '", name, "' is unknown");
+    return i;
+  }
+  KT_CHECK(py::isinstance<py::int_>(node) && !py::isinstance<py::bool_>(node), InvalidArgument,
+           "node must be a node index (int) or name (str), got ", py::repr(node).cast<std::string>());
+  return node.cast<int>();
 }
 
 std::vector<g::TypicalPod> typical_from(const g::Cluster& c, const std::optional<std::vector<g::Request>>& workload,
@@ -107,13 +151,16 @@ void bind_gpu(py::module_& parent) {
       .def(
           "add_node",
           [](g::Cluster& c, std::string name, std::int64_t cpu_milli, std::int64_t memory_mib, int gpus,
-             std::int64_t gpu_memory_mib, std::string model, bool mig, int nvlink_islands) {
+             std::int64_t gpu_memory_mib, std::string model, bool mig, int nvlink_islands,
+             std::int64_t gpu_memory_total_mib, std::int64_t gpu_memory_unit_mib) {
             g::NodeSpec s;
             s.name = std::move(name);
             s.cpu_milli = cpu_milli;
             s.memory_mib = memory_mib;
             s.num_gpus = gpus;
             s.gpu_memory_mib = gpu_memory_mib;
+            s.gpu_memory_total_mib = gpu_memory_total_mib;
+            s.gpu_memory_unit_mib = gpu_memory_unit_mib;
             s.model = std::move(model);
             s.mig = mig;
             if (nvlink_islands > 0)
@@ -121,7 +168,19 @@ void bind_gpu(py::module_& parent) {
             return c.add_node(std::move(s));
           },
           py::arg("name"), py::kw_only(), py::arg("cpu_milli"), py::arg("memory_mib") = 0, py::arg("gpus") = 0,
-          py::arg("gpu_memory_mib") = 0, py::arg("model") = "", py::arg("mig") = false, py::arg("nvlink_islands") = 0)
+          py::arg("gpu_memory_mib") = 0, py::arg("model") = "", py::arg("mig") = false, py::arg("nvlink_islands") = 0,
+          py::arg("gpu_memory_total_mib") = 0, py::arg("gpu_memory_unit_mib") = 1,
+          "Adds a node; gpu_memory_total_mib (gpushare's node total) gives the per-GPU memory when gpu_memory_mib is "
+          "0: floor(total / unit / gpus) * unit")
+      .def(
+          "add_kube_node",
+          [](g::Cluster& c, const py::object& node, std::int64_t unit) {
+            return c.add_node(g::node_spec_from_kube_node(json_text(node), unit));
+          },
+          py::arg("node"), py::arg("gpu_mem_unit_mib") = 1024,
+          "Adds a node from a v1.Node (dict or JSON): GPU count from aliyun.com/gpu-count, per-GPU memory from the "
+          "nvidia.com/gpu.memory label or else the aliyun.com/gpu-mem total / count (gpushare)")
+      .def("node", [](const g::Cluster& c, int i) { return node_dict(c.node(i)); }, py::arg("index"))
       .def_property_readonly("num_nodes", &g::Cluster::num_nodes)
       .def_property_readonly("total_gpus", &g::Cluster::total_gpus)
       .def_property_readonly("models", &g::Cluster::models)
@@ -191,6 +250,29 @@ void bind_gpu(py::module_& parent) {
           },
           py::arg("members"), py::arg("preference") = "pack", "All-or-nothing gang placement (None when it fails)")
       .def("release", &g::Allocator::release, py::arg("id"))
+      .def(
+          "set_gpu_health",
+          [](g::Allocator& a, const py::object& node, int gpu, bool healthy) {
+            py::list out;
+            for (const auto& p : a.set_gpu_health(node_index(a, node), gpu, healthy)) out.append(placement_dict(p));
+            return out;
+          },
+          py::arg("node"), py::arg("gpu"), py::arg("healthy"),
+          "Marks a GPU (node index or name) healthy or unhealthy; returns the placements using it (to evict). An "
+          "unhealthy GPU takes no new placement and leaves the capacity measures; its placements stay releasable")
+      .def(
+          "gpu_healthy",
+          [](const g::Allocator& a, const py::object& node, int gpu) { return a.gpu_healthy(node_index(a, node), gpu); },
+          py::arg("node"), py::arg("gpu"))
+      .def("unhealthy_gpus", &g::Allocator::unhealthy_gpus, "[(node index, gpu index), ...]")
+      .def(
+          "placements_on_unhealthy",
+          [](const g::Allocator& a) {
+            py::list out;
+            for (const auto& p : a.placements_on_unhealthy()) out.append(placement_dict(p));
+            return out;
+          },
+          "Placements using at least one unhealthy GPU")
       .def("release_by_name", &g::Allocator::release_by_name, py::arg("name"))
       .def("snapshot", &g::Allocator::snapshot)
       .def("restore", &g::Allocator::restore, py::arg("snapshot"))
@@ -216,6 +298,7 @@ void bind_gpu(py::module_& parent) {
               x["milli_free"] = gs.milli_free;
               x["memory_free"] = gs.memory_free;
               x["mig_used_mask"] = static_cast<int>(gs.mig.used_mask);
+              x["healthy"] = gs.healthy;
               gl.append(x);
             }
             d["gpus"] = gl;
@@ -232,6 +315,8 @@ void bind_gpu(py::module_& parent) {
             d["cpu_milli_allocated"] = s.cpu_milli_allocated;
             d["placements"] = s.placements;
             d["fully_free_gpus"] = s.fully_free_gpus;
+            d["unhealthy_gpus"] = s.unhealthy_gpus;
+            d["placements_on_unhealthy"] = s.placements_on_unhealthy;
             d["fragmentation_milli"] = s.fragmentation_milli;
             d["fragmentation_ratio"] = s.fragmentation_ratio;
             return d;
@@ -295,13 +380,43 @@ void bind_gpu(py::module_& parent) {
       "FGD-paper replay: sample with replacement to inflation x GPU capacity, shuffle, place one by one");
   m.def(
       "mig_feasible_starts",
-      [](const std::string& profile, const std::vector<std::pair<std::string, int>>& placed) {
+      [](const std::string& profile, const std::vector<std::pair<std::string, int>>& placed, const std::string& model) {
+        auto look = [&](const std::string& name) -> const g::MigProfile& {
+          return model.empty() ? g::mig_profile(name) : g::mig_profile(model, name);
+        };
         g::MigState s;
-        for (const auto& [p, start] : placed) s.place(g::mig_profile(p), start);
-        return s.feasible_starts(g::mig_profile(profile));
+        for (const auto& [p, start] : placed) s.place(look(p), start);
+        return s.feasible_starts(look(profile));
       },
-      py::arg("profile"), py::arg("placed") = std::vector<std::pair<std::string, int>>{},
-      "Start slots where `profile` fits on a MIG GPU already holding `placed` [(profile, start), ...]");
+      py::arg("profile"), py::arg("placed") = std::vector<std::pair<std::string, int>>{}, py::arg("model") = "",
+      "Start slots where `profile` fits on a MIG GPU already holding `placed` [(profile, start), ...]; `model` (e.g. "
+      "'A100-40GB', 'H100') resolves model-dependent names such as 1g.10gb");
+  m.def(
+      "mig_profile",
+      [](const std::string& name, const std::string& model) {
+        return profile_dict(model.empty() ? g::mig_profile(name) : g::mig_profile(model, name));
+      },
+      py::arg("name"), py::arg("model") = "",
+      "A MIG profile (compute/memory slices, memory_gb, max_instances, starts); ValueError naming profile and model "
+      "when that model lacks it");
+  m.def(
+      "mig_models",
+      [] {
+        py::list out;
+        for (const g::MigModel& mm : g::mig_models()) {
+          py::dict d;
+          d["name"] = mm.name;
+          d["aliases"] = mm.aliases;
+          py::list ps;
+          for (const auto& p : mm.profiles) ps.append(profile_dict(p));
+          d["profiles"] = ps;
+          out.append(d);
+        }
+        return out;
+      },
+      "The GPU model -> MIG profile table (NVIDIA MIG user guide)");
+  m.def("gpushare_allocate_json", &g::gpushare_allocate_json, py::arg("request_json"),
+        "gpushare device plugin's Allocate decision, JSON in and out (see kubetune.sched.device_plugin_allocate)");
   m.def("policy_names", &g::policy_names);
   m.attr("GPU_MEM_RESOURCE") = g::kGpuMemResource;
 }

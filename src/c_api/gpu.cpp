@@ -7,6 +7,7 @@
 
 #include "c_api_internal.hpp"
 #include "kubetune/sched/gpu/allocator.hpp"
+#include "kubetune/sched/gpu/device_plugin.hpp"
 #include "kubetune/sched/gpu/extender.hpp"
 
 namespace g = kubetune::sched::gpu;
@@ -115,7 +116,9 @@ KT_API int kt_gpu_stats(const kt_gpu_allocator* a, char** stats_json_out, char**
                                                     {"gpu_milli_allocated", s.gpu_milli_allocated},
                                                     {"cpu_milli_allocated", s.cpu_milli_allocated},
                                                     {"placements", s.placements},
-                                                    {"fully_free_gpus", s.fully_free_gpus}}
+                                                    {"fully_free_gpus", s.fully_free_gpus},
+                                                    {"unhealthy_gpus", s.unhealthy_gpus},
+                                                    {"placements_on_unhealthy", s.placements_on_unhealthy}}
                                                    .dump());
   KT_API_END(err_out)
 }
@@ -124,6 +127,39 @@ KT_API int kt_gpu_check_invariants(const kt_gpu_allocator* a, char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(a != nullptr, InvalidArgument, "allocator must not be NULL");
   a->alloc->check_invariants();
+  KT_API_END(err_out)
+}
+
+KT_API int kt_gpu_set_gpu_health(kt_gpu_allocator* a, const char* node_name, int gpu, int healthy,
+                                 char** placements_json_out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(a && node_name, InvalidArgument, "allocator and node_name must not be NULL");
+  const int node = a->alloc->cluster().find_node(node_name);
+  KT_CHECK(node >= 0, NotFound, "node '", node_name, "' is unknown");
+  const auto on = a->alloc->set_gpu_health(node, gpu, healthy != 0);
+  if (placements_json_out) {
+    json arr = json::array();
+    for (const auto& p : on) arr.push_back(placement_json(*a->alloc, p));
+    *placements_json_out = kubetune::capi::dup_string(arr.dump());
+  }
+  KT_API_END(err_out)
+}
+
+KT_API int kt_gpu_unhealthy(const kt_gpu_allocator* a, char** json_out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(a && json_out, InvalidArgument, "allocator and json_out must not be NULL");
+  json gpus = json::array(), ps = json::array();
+  for (const auto& [node, gpu] : a->alloc->unhealthy_gpus())
+    gpus.push_back({{"node", node}, {"node_name", a->alloc->cluster().node(node).name}, {"gpu", gpu}});
+  for (const auto& p : a->alloc->placements_on_unhealthy()) ps.push_back(placement_json(*a->alloc, p));
+  *json_out = kubetune::capi::dup_string(json{{"gpus", gpus}, {"placements", ps}}.dump());
+  KT_API_END(err_out)
+}
+
+KT_API int kt_gpu_device_plugin_allocate(const char* request_json, char** response_json_out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(request_json && response_json_out, InvalidArgument, "request_json and response_json_out must not be NULL");
+  *response_json_out = kubetune::capi::dup_string(g::gpushare_allocate_json(request_json));
   KT_API_END(err_out)
 }
 

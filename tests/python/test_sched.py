@@ -182,3 +182,159 @@ def test_demo_quick(capsys):
     sched._demo(quick=True)
     out = capsys.readouterr().out
     assert "kubetune" in out and "fgd" in out and "best_fit" in out
+
+
+# ---------------------------------------------------------------- typical tasks, MIG tables, node totals, health
+def test_typical_task_on_absent_model_counts_as_fragment():
+    c = sched.Cluster()
+    c.add_node("t4", cpu_milli=64000, gpus=2, gpu_memory_mib=16384, model="T4")
+    a = sched.Allocator(c, "best_fit")
+    work = [sched.Request(cpu_milli=1000, gpu_count=1, gpu_milli=500, models=["A10"]) for _ in range(50)]
+    work += [sched.Request(cpu_milli=1000, gpu_count=1) for _ in range(50)]
+    st = a.stats(workload=work)
+    # A10 exists nowhere: for the A10 typical task all 2000 free milli are fragment; the whole-GPU task fits with
+    # no smaller GPU (0). GPU-weighted popularity: 50*1.5 = 75 vs 50*2 = 100 -> weights 75/175 and 100/175.
+    assert st["fragmentation_milli"] == pytest.approx(2000 * 75 / 175)
+    ok = [sched.Request(cpu_milli=1000, gpu_count=1, gpu_milli=500, models=["A10", "T4"]) for _ in range(50)]
+    assert a.stats(workload=ok + work[50:])["fragmentation_milli"] == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("model,names,gb", [
+    ("A100-40GB", ["1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"],
+     [5, 5, 10, 10, 20, 20, 40]),
+    ("A100-80GB", ["1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"],
+     [10, 10, 20, 20, 40, 40, 80]),
+    ("H100-80GB", ["1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"],
+     [10, 10, 20, 20, 40, 40, 80]),
+])
+def test_mig_profile_table_per_model(model, names, gb):
+    table = {m["name"]: m for m in sched.mig_models()}
+    profiles = table[model]["profiles"]
+    assert [p["name"] for p in profiles] == names
+    assert [p["memory_gb"] for p in profiles] == gb
+    assert [p["max_instances"] for p in profiles] == [7, 1, 4, 3, 2, 1, 1]
+    assert [p["compute_slices"] for p in profiles] == [1, 1, 1, 2, 3, 4, 7]
+    assert [p["media_extensions"] for p in profiles] == [False, True] + [False] * 5
+    # a node of that model places max_instances of each profile, no more
+    for p in profiles:
+        c = sched.Cluster()
+        c.add_node("m", cpu_milli=1000, gpus=1, model=model, mig=True)
+        a = sched.Allocator(c)
+        n = 0
+        while n < 10 and a.place(sched.Request(mig_profile=p["name"])) is not None:
+            n += 1
+        assert n == p["max_instances"], p["name"]
+
+
+def test_mig_profile_errors_name_profile_and_model():
+    with pytest.raises(ValueError, match=r"'1g\.5gb' does not exist on GPU model 'H100'"):
+        sched.mig_profile("1g.5gb", model="H100")
+    with pytest.raises(ValueError, match="give the GPU model"):
+        sched.mig_feasible_starts("1g.10gb")
+    assert sched.mig_feasible_starts("1g.10gb", [("1g.10gb", 0)], model="A100-40GB") == [2, 4, 6]
+    assert sched.mig_feasible_starts("1g.10gb", [("1g.10gb", 0)], model="H100") == [1, 2, 3, 4, 5, 6]
+    c = sched.Cluster()
+    c.add_node("h", cpu_milli=1000, gpus=1, model="H100", mig=True)
+    with pytest.raises(ValueError, match="1g.5gb.*H100"):
+        sched.Allocator(c).place_on(sched.Request(mig_profile="1g.5gb"), 0)
+    with pytest.raises(ValueError, match="no MIG profile table"):
+        c.add_node("t", cpu_milli=1000, gpus=1, model="T4", mig=True)
+
+
+def test_gpushare_node_total_gives_per_gpu_memory():
+    node = {
+        "metadata": {"name": "gs-0", "labels": {"nvidia.com/gpu.product": "Tesla-V100-SXM2-16GB"}},
+        "status": {"capacity": {"cpu": "32", "memory": "128Gi", "aliyun.com/gpu-mem": "31",
+                                "aliyun.com/gpu-count": "2"}},
+    }
+    c = sched.Cluster()
+    c.add_kube_node(node)
+    assert c.node(0)["gpu_memory_mib"] == 15 * 1024  # 31 // 2 GiB, as gpushare divides
+    assert c.node(0)["gpus"] == 2 and c.node(0)["cpu_milli"] == 32000
+    c.add_node("explicit", cpu_milli=1000, gpus=4, gpu_memory_total_mib=64 * 1024, gpu_memory_unit_mib=1024)
+    assert c.node(1)["gpu_memory_mib"] == 16 * 1024
+    del node["status"]["capacity"]["aliyun.com/gpu-count"]
+    node["metadata"]["name"] = "gs-1"
+    with pytest.raises(ValueError, match="aliyun.com/gpu-count"):
+        c.add_kube_node(node)
+    with pytest.raises(ValueError, match="disagrees"):
+        c.add_node("bad", cpu_milli=1, gpus=2, gpu_memory_mib=8192, gpu_memory_total_mib=32768,
+                   gpu_memory_unit_mib=1024)
+
+
+def test_unhealthy_gpu_reported_excluded_and_releasable():
+    a = sched.Allocator(_cluster(), "gpushare")
+    p = a.place_on(sched.Request(name="ml/x", gpu_memory_mib=8192), 0)
+    assert p["gpus"] == [0]
+    evict = a.set_gpu_health("node-a", 0, False)
+    assert [e["id"] for e in evict] == [p["id"]]
+    assert a.unhealthy_gpus() == [(0, 0)]
+    assert a.place_on(sched.Request(gpu_memory_mib=4096), 0)["gpus"] == [1]
+    st = a.stats()
+    assert (st["gpu_milli_capacity"], st["unhealthy_gpus"], st["placements_on_unhealthy"]) == (2000, 1, 1)
+    assert a.node_state(0)["gpus"][0]["healthy"] is False
+    assert [q["id"] for q in a.placements_on_unhealthy()] == [p["id"]]
+    a.release(p["id"])
+    a.check_invariants()
+    assert a.placements_on_unhealthy() == []
+    assert a.place_on(sched.Request(gpu_count=1), 0) is None
+    a.set_gpu_health(0, 0, True)
+    assert a.gpu_healthy(0, 0) is True
+    assert a.place_on(sched.Request(gpu_count=1), 0)["gpus"] == [0]
+    with pytest.raises(ValueError, match="gpu = 9"):
+        a.set_gpu_health(0, 9, False)
+    with pytest.raises(KeyError):
+        a.set_gpu_health("ghost", 0, False)
+
+
+# ---------------------------------------------------------------- device plugin Allocate
+def _assumed(name, mem, t, idx):
+    return {"name": name, "namespace": "ml", "gpu_mem": mem,
+            "annotations": {"ALIYUN_COM_GPU_MEM_ASSIGNED": "false", "ALIYUN_COM_GPU_MEM_ASSUME_TIME": str(t),
+                            "ALIYUN_COM_GPU_MEM_IDX": str(idx)}}
+
+
+def test_device_plugin_allocate_oldest_matching_pod():
+    devices = [{"uuid": "GPU-a", "index": 0}, {"uuid": "GPU-b", "index": 1}]
+    pods = [_assumed("young", 4, 200, 0), _assumed("old", 4, 100, 1), _assumed("older-but-8", 8, 50, 0)]
+    d = sched.device_plugin_allocate([2, 2], pods, devices, gpu_memory_per_device=16, now_ns=12345)
+    assert d["ok"] and d["path"] == "assumed_pod"
+    assert d["pod"] == {"name": "old", "namespace": "ml", "uid": ""}
+    assert d["gpu_index"] == 1 and d["device_uuid"] == "GPU-b"
+    assert d["container_envs"] == [{
+        "NVIDIA_VISIBLE_DEVICES": "1", "ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_POD": "4",
+        "ALIYUN_COM_GPU_MEM_CONTAINER": "2", "ALIYUN_COM_GPU_MEM_DEV": "16"}] * 2
+    assert d["pod_patch"] == {"ALIYUN_COM_GPU_MEM_ASSIGNED": "true", "ALIYUN_COM_GPU_MEM_ASSUME_TIME": "12345"}
+    # no pod asks 3 on a two-GPU node: gpushare's error environment
+    e = sched.device_plugin_allocate([3], pods, devices, gpu_memory_per_device=16, memory_unit="MiB")
+    assert not e["ok"] and e["path"] == "error" and "aliyun.com/gpu-mem = 3" in e["error"]
+    assert e["container_envs"][0]["NVIDIA_VISIBLE_DEVICES"] == "no-gpu-has-3MiB-to-run"
+    assert e["container_envs"][0]["ALIYUN_COM_GPU_MEM_IDX"] == "-1"
+    # one GPU: used directly, by UUID
+    s = sched.device_plugin_allocate([3], pods, devices[:1], gpu_memory_per_device=16)
+    assert s["path"] == "single_device" and s["container_envs"][0]["NVIDIA_VISIBLE_DEVICES"] == "GPU-a"
+
+
+def test_device_plugin_reads_extender_bind_annotations():
+    alloc = sched.Allocator(_cluster(), "gpushare")
+    ext = sched.Extender(alloc)
+    pod = {"metadata": {"name": "w", "namespace": "ml"},
+           "spec": {"containers": [{"resources": {"limits": {sched.GPU_MEM_RESOURCE: "6"}}}]}}
+    assert json.loads(ext.filter(json.dumps({"Pod": pod, "NodeNames": ["node-a"]})))["NodeNames"] == ["node-a"]
+    b = json.loads(ext.bind(json.dumps({"PodName": "w", "PodNamespace": "ml", "Node": "node-a"})))
+    pod["metadata"]["annotations"] = b["Annotations"]
+    d = sched.device_plugin_allocate([6], [pod], [{"uuid": "GPU-0", "index": 0}, {"uuid": "GPU-1", "index": 1}],
+                                     gpu_memory_per_device=16)
+    assert d["ok"] and str(d["gpu_index"]) == b["Annotations"]["ALIYUN_COM_GPU_MEM_IDX"]
+
+
+def test_device_plugin_bad_input_names_the_field():
+    with pytest.raises(ValueError, match="container_requests"):
+        sched.device_plugin_allocate([], [], [], gpu_memory_per_device=16)
+    with pytest.raises(ValueError, match="memory_unit"):
+        sched.device_plugin_allocate([1], [], [], gpu_memory_per_device=16, memory_unit="KiB")
+    with pytest.raises(ValueError, match=r"devices\[1\].*duplicated"):
+        sched.device_plugin_allocate([1], [], [{"uuid": "a", "index": 0}, {"uuid": "b", "index": 0}],
+                                     gpu_memory_per_device=16)
+    with pytest.raises(ValueError, match="gpu_memory_per_device"):
+        sched.device_plugin_allocate([1], [], [], gpu_memory_per_device=True)

@@ -10,11 +10,15 @@ extern "C" {
 
 typedef struct kt_gpu_allocator kt_gpu_allocator;
 
-/* cluster_json: {"nodes":[{"name","cpu_milli","memory_mib","gpus","gpu_memory_mib","model","mig",
+/* cluster_json: {"nodes":[{"name","cpu_milli","memory_mib","gpus","gpu_memory_mib","gpu_memory_total_mib",
+ *                          "gpu_memory_unit_mib","model","mig",
  *                          "nvlink_islands" | "links":[[a,b,"nvlink"],...]}]}
  * options_json (may be NULL): {"policy": "best_fit"|"gpushare"|"spread"|"fgd"|"kubetune", "indexed": true,
  *   "seed": 0, "kube_semantics": false, "gpu_mem_unit_mib": 1024,
- *   "workload": [request, ...]   (typical tasks for fgd / kubetune; required by them)} */
+ *   "workload": [request, ...]   (typical tasks for fgd / kubetune; required by them)}
+ * gpu_memory_total_mib: gpushare's node total (aliyun.com/gpu-mem); with gpu_memory_mib 0 the per-GPU memory is
+ * floor(total / unit / gpus) * unit (unit = gpu_memory_unit_mib, 1024 for GiB), as gpushare divides it.
+ * A MIG node's model must have a MIG table (A100-40GB, A100-80GB, H100-80GB, H100-94GB and aliases). */
 KT_API int kt_gpu_allocator_create(const char* cluster_json, const char* options_json, kt_gpu_allocator** out,
                                    char** err_out);
 KT_API void kt_gpu_allocator_free(kt_gpu_allocator* a);
@@ -30,10 +34,31 @@ KT_API int kt_gpu_place_gang(kt_gpu_allocator* a, const char* members_json, cons
                              char** result_json_out, char** err_out);
 /* KT_ERR_NOT_FOUND for an unknown id. */
 KT_API int kt_gpu_release(kt_gpu_allocator* a, uint64_t placement_id, char** err_out);
-/* {"gpu_milli_capacity","gpu_milli_allocated","cpu_milli_allocated","placements","fully_free_gpus"} */
+/* {"gpu_milli_capacity","gpu_milli_allocated","cpu_milli_allocated","placements","fully_free_gpus",
+ *  "unhealthy_gpus","placements_on_unhealthy"} (capacity and allocation count healthy GPUs only) */
 KT_API int kt_gpu_stats(const kt_gpu_allocator* a, char** stats_json_out, char** err_out);
 /* Recomputes usage from the placements; KT_ERR_STATE (with the node/GPU named) on any mismatch. */
 KT_API int kt_gpu_check_invariants(const kt_gpu_allocator* a, char** err_out);
+
+/* Marks GPU `gpu` of node `node_name` healthy (healthy != 0) or unhealthy. *placements_json_out (may be NULL)
+ * receives the placements using that GPU, [{"id",...,"node_name"}, ...], so a controller can evict them. An
+ * unhealthy GPU takes no new placement and leaves the capacity measures; placements on it stay releasable.
+ * KT_ERR_NOT_FOUND for an unknown node, KT_ERR_INVALID for a GPU index out of range. */
+KT_API int kt_gpu_set_gpu_health(kt_gpu_allocator* a, const char* node_name, int gpu, int healthy,
+                                 char** placements_json_out, char** err_out);
+/* {"gpus":[{"node","node_name","gpu"}, ...], "placements":[placements using an unhealthy GPU]} */
+KT_API int kt_gpu_unhealthy(const kt_gpu_allocator* a, char** json_out, char** err_out);
+
+/* gpushare device plugin's Allocate decision (no allocator needed). request_json:
+ * {"container_requests": [units | [fake device IDs], ...], "pods": [v1.Pod | {"name","namespace","uid",
+ *  "annotations":{...},"gpu_mem"}], "devices": [{"uuid","index"}], "gpu_memory_per_device": units,
+ *  "memory_unit": "GiB"|"MiB", "disable_cgpu_isolation": false, "now_ns": 0}
+ * -> {"ok","path":"assumed_pod"|"single_device"|"error","error","pod_index","pod","gpu_index","device_uuid",
+ *     "pod_request","container_envs":[{NVIDIA_VISIBLE_DEVICES, ALIYUN_COM_GPU_MEM_IDX, _POD, _CONTAINER, _DEV}],
+ *     "pod_patch":{ALIYUN_COM_GPU_MEM_ASSIGNED, ALIYUN_COM_GPU_MEM_ASSUME_TIME}}
+ * A gpushare refusal is a result ("ok": false, with gpushare's error environment); KT_ERR_INVALID is for
+ * malformed input. */
+KT_API int kt_gpu_device_plugin_allocate(const char* request_json, char** response_json_out, char** err_out);
 
 /* Kubernetes scheduler-extender verbs over this allocator: body in, response JSON out.
  * verb: "filter" | "prioritize" | "bind" | "release". */

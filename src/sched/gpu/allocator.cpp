@@ -182,8 +182,11 @@ void Allocator::apply(Placement& p, const PreparedRequest& pr) {
   p.mig_profile = r.mig_profile;
   KT_CHECK(st.cpu_free >= r.cpu_milli && st.memory_free >= r.memory_mib, StateError, "over-commit on node ",
            spec.name);
-  if (pr.mig) {
-    for (int g : p.gpus) st.gpus[static_cast<std::size_t>(g)].mig.place(*pr.mig, p.mig_start);
+  if (pr.is_mig) {
+    const MigProfile* prof = pr.mig_for(cluster_, p.node);
+    KT_CHECK(prof != nullptr, StateError, "MIG profile ", r.mig_profile, " chosen for node ", spec.name,
+             " that lacks it");
+    for (int g : p.gpus) st.gpus[static_cast<std::size_t>(g)].mig.place(*prof, p.mig_start);
   } else if (r.gpu_count > 0) {
     if (r.gpu_memory_mib > 0) {
       p.gpu_milli = r.compute_milli;
@@ -216,7 +219,7 @@ void Allocator::unapply(const Placement& p) {
   st.cpu_free += p.cpu_milli;
   st.memory_free += p.memory_mib;
   if (!p.mig_profile.empty()) {
-    const MigProfile& prof = mig_profile(p.mig_profile);
+    const MigProfile& prof = mig_of(p);
     for (int g : p.gpus) st.gpus[static_cast<std::size_t>(g)].mig.release(prof, p.mig_start);
   } else {
     for (int g : p.gpus) {
@@ -269,6 +272,8 @@ std::optional<Placement> Allocator::place(const Request& r) {
 std::optional<Placement> Allocator::place_on(const Request& r, int node) {
   KT_CHECK(node >= 0 && node < cluster_.num_nodes(), NotFound, "node index ", node, " out of range");
   PreparedRequest pr = prepare(cluster_, r);
+  if (pr.is_mig && cluster_.node_mig_model(node) >= 0 && pr.mig_for(cluster_, node) == nullptr)
+    (void)mig_profile(cluster_.node(node).model, pr.req.mig_profile);  // throws, naming profile and model
   std::unique_lock lock(mu_);
   return place_locked(pr, node, nullptr);
 }
@@ -313,6 +318,61 @@ std::optional<std::vector<Placement>> Allocator::place_gang(const std::vector<Re
     done.push_back(*p);
   }
   return done;
+}
+
+const MigProfile& Allocator::mig_of(const Placement& p) const {
+  const MigProfile* prof = find_mig_profile(cluster_.node_mig_model(p.node), p.mig_profile);
+  KT_CHECK(prof != nullptr, StateError, "placement ", p.id, ": MIG profile ", p.mig_profile,
+           " does not exist on node ", cluster_.node(p.node).name);
+  return *prof;
+}
+
+void Allocator::check_gpu(int node, int gpu) const {
+  KT_CHECK(node >= 0 && node < cluster_.num_nodes(), NotFound, "node index ", node, " out of range [0, ",
+           cluster_.num_nodes(), ")");
+  const int n = cluster_.node(node).num_gpus;
+  KT_CHECK(gpu >= 0 && gpu < n, InvalidArgument, "gpu = ", gpu, " is out of range [0, ", n, ") on node '",
+           cluster_.node(node).name, "'");
+}
+
+std::vector<Placement> Allocator::set_gpu_health(int node, int gpu, bool healthy) {
+  check_gpu(node, gpu);
+  std::unique_lock lock(mu_);
+  GpuState& g = state_[static_cast<std::size_t>(node)].gpus[static_cast<std::size_t>(gpu)];
+  if (g.healthy != healthy) {
+    g.healthy = healthy;
+    touch(node);  // scores of this node change
+  }
+  std::vector<Placement> on;
+  for (const auto& [id, p] : placements_)
+    if (p.node == node && std::find(p.gpus.begin(), p.gpus.end(), gpu) != p.gpus.end()) on.push_back(p);
+  return on;
+}
+
+bool Allocator::gpu_healthy(int node, int gpu) const {
+  check_gpu(node, gpu);
+  std::shared_lock lock(mu_);
+  return state_[static_cast<std::size_t>(node)].gpus[static_cast<std::size_t>(gpu)].healthy;
+}
+
+std::vector<std::pair<int, int>> Allocator::unhealthy_gpus() const {
+  std::shared_lock lock(mu_);
+  std::vector<std::pair<int, int>> out;
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    for (std::size_t g = 0; g < state_[i].gpus.size(); ++g)
+      if (!state_[i].gpus[g].healthy) out.emplace_back(static_cast<int>(i), static_cast<int>(g));
+  return out;
+}
+
+std::vector<Placement> Allocator::placements_on_unhealthy() const {
+  std::shared_lock lock(mu_);
+  std::vector<Placement> out;
+  for (const auto& [id, p] : placements_) {
+    bool bad = false;
+    for (int g : p.gpus) bad = bad || !state_[static_cast<std::size_t>(p.node)].gpus[static_cast<std::size_t>(g)].healthy;
+    if (bad) out.push_back(p);
+  }
+  return out;
 }
 
 void Allocator::release(std::uint64_t id) {
@@ -360,7 +420,17 @@ std::vector<int> Allocator::feasible_nodes(const Request& r, const std::vector<i
       else if (st.memory_free < pr.req.memory_mib) why = "insufficient memory";
       else if (pr.req.gpu_count > 0 && cluster_.node(i).num_gpus == 0) why = "no GPU on node";
       else if (pr.model_mask && !((pr.model_mask >> std::max(0, cluster_.node_model_id(i))) & 1u)) why = "GPU model not allowed";
-      else why = "insufficient GPU resources";
+      else if (pr.is_mig && cluster_.node_mig_model(i) < 0) why = "node GPUs are not in MIG mode";
+      else if (pr.is_mig && !pr.mig_for(cluster_, i))
+        why = "MIG profile '" + pr.req.mig_profile + "' does not exist on GPU model '" + cluster_.node(i).model +
+              "' (" + mig_models()[static_cast<std::size_t>(cluster_.node_mig_model(i))].name + " profiles: " +
+              mig_profile_names(cluster_.node_mig_model(i)) + ")";
+      else {
+        why = "insufficient GPU resources";
+        int bad = 0;
+        for (const GpuState& g : st.gpus) bad += g.healthy ? 0 : 1;
+        if (bad > 0) why += " (" + std::to_string(bad) + " unhealthy GPU" + (bad > 1 ? "s" : "") + ")";
+      }
       reasons->push_back(cluster_.node(i).name + ": " + why);
     }
   }
@@ -422,22 +492,32 @@ AllocatorStats Allocator::stats(const std::vector<TypicalPod>& typical) const {
   for (int i = 0; i < cluster_.num_nodes(); ++i) {
     const NodeSpec& spec = cluster_.node(i);
     const NodeState& st = state_[static_cast<std::size_t>(i)];
-    s.gpu_milli_capacity += static_cast<std::int64_t>(spec.num_gpus) * kMilli;
+    std::int64_t healthy = 0;
+    for (const GpuState& g : st.gpus) healthy += g.healthy ? 1 : 0;
+    s.unhealthy_gpus += static_cast<std::int64_t>(st.gpus.size()) - healthy;
+    s.gpu_milli_capacity += healthy * kMilli;
     s.cpu_milli_allocated += spec.cpu_milli - st.cpu_free;
     if (spec.mig) {
       for (const GpuState& g : st.gpus) {
+        if (!g.healthy) continue;
         s.gpu_milli_allocated += static_cast<std::int64_t>(g.mig.compute_used) * kMilli / kMigComputeSlices;
         s.fully_free_gpus += g.mig.empty();
       }
       continue;
     }
-    const std::int64_t f = node_gpu_milli_free(spec, st);
+    const std::int64_t f = node_gpu_milli_free(spec, st);  // unhealthy GPUs contribute 0
     free_total += static_cast<double>(f);
-    s.gpu_milli_allocated += static_cast<std::int64_t>(spec.num_gpus) * kMilli - f;
+    s.gpu_milli_allocated += healthy * kMilli - f;
     for (const GpuState& g : st.gpus) s.fully_free_gpus += gpu_share_free(g, spec.gpu_memory_mib) == kMilli;
     if (!typical.empty()) s.fragmentation_milli += node_fragmentation(spec, cluster_.node_model_id(i), st, typical);
   }
   s.fragmentation_ratio = free_total > 0 ? s.fragmentation_milli / free_total : 0.0;
+  if (s.unhealthy_gpus > 0)
+    for (const auto& [id, p] : placements_) {
+      bool bad = false;
+      for (int g : p.gpus) bad = bad || !state_[static_cast<std::size_t>(p.node)].gpus[static_cast<std::size_t>(g)].healthy;
+      s.placements_on_unhealthy += bad ? 1 : 0;
+    }
   return s;
 }
 
@@ -451,6 +531,10 @@ void Allocator::check_invariants() const {
     st.cpu_free = s.cpu_milli;
     st.memory_free = s.memory_mib;
     st.gpus.assign(static_cast<std::size_t>(s.num_gpus), GpuState{kMilli, s.gpu_memory_mib, MigState{}});
+    const NodeState& actual = state_[static_cast<std::size_t>(i)];
+    KT_CHECK(actual.gpus.size() == st.gpus.size(), StateError, "node ", s.name, " has ", actual.gpus.size(),
+             " GPU states for ", s.num_gpus, " GPUs");
+    for (std::size_t g = 0; g < st.gpus.size(); ++g) st.gpus[g].healthy = actual.gpus[g].healthy;  // not derived
   }
   for (const auto& [id, p] : placements_) {
     KT_CHECK(p.node >= 0 && p.node < n, StateError, "placement ", id, " on bad node ", p.node);
@@ -463,7 +547,7 @@ void Allocator::check_invariants() const {
                " has bad GPU list");
       GpuState& gs = st.gpus[static_cast<std::size_t>(g)];
       if (!p.mig_profile.empty()) {
-        gs.mig.place(mig_profile(p.mig_profile), p.mig_start);  // throws StateError on overlap
+        gs.mig.place(mig_of(p), p.mig_start);  // throws StateError on overlap
       } else {
         gs.milli_free -= p.gpu_milli;
         gs.memory_free -= p.gpu_memory_mib;
@@ -482,7 +566,7 @@ void Allocator::check_invariants() const {
       const GpuState& y = b.gpus[g];
       KT_CHECK(x.milli_free >= 0 && x.memory_free >= 0, StateError, "node ", nm, " GPU ", g, " over-committed");
       KT_CHECK(x.milli_free == y.milli_free && x.memory_free == y.memory_free && x.mig.used_mask == y.mig.used_mask &&
-                   x.mig.compute_used == y.mig.compute_used,
+                   x.mig.compute_used == y.mig.compute_used && x.mig.media_ext_used == y.mig.media_ext_used,
                StateError, "node ", nm, " GPU ", g, " accounting mismatch");
     }
   }

@@ -21,6 +21,19 @@ std::int64_t default_gpu_memory_mib(const std::string& model) {
   return 0;
 }
 
+std::int64_t gpushare_gpu_memory_mib(std::int64_t total_units, int gpu_count, std::int64_t unit_mib) {
+  KT_CHECK(unit_mib > 0, InvalidArgument, "gpu memory unit = ", unit_mib, " MiB must be > 0");
+  KT_CHECK(total_units >= 0, InvalidArgument, "aliyun.com/gpu-mem = ", total_units, " must be >= 0");
+  KT_CHECK(gpu_count > 0, InvalidArgument, "aliyun.com/gpu-count = ", gpu_count, " must be > 0 when aliyun.com/gpu-mem = ",
+           total_units, " (gpushare splits the node total over the GPU count)");
+  // gpushare-scheduler-extender, pkg/cache/nodeinfo.go NewNodeInfo: every device gets
+  // GetTotalGPUMemory(node) / GetGPUCountInNode(node) -- Go integer division in the plugin's unit.
+  const std::int64_t per = total_units / gpu_count;
+  KT_CHECK(per > 0, InvalidArgument, "aliyun.com/gpu-mem = ", total_units, " over aliyun.com/gpu-count = ", gpu_count,
+           " leaves no memory per GPU");
+  return per * unit_mib;
+}
+
 int Cluster::add_node(NodeSpec spec) {
   KT_CHECK(!spec.name.empty(), InvalidArgument, "node #", nodes_.size(), ": field 'name' must not be empty");
   KT_CHECK(!name_index_.count(spec.name), InvalidArgument, "node '", spec.name, "': duplicate name");
@@ -31,6 +44,36 @@ int Cluster::add_node(NodeSpec spec) {
            spec.num_gpus, " must be in [0, 64]");
   KT_CHECK(spec.gpu_memory_mib >= 0, InvalidArgument, "node '", spec.name, "': gpu_memory_mib = ",
            spec.gpu_memory_mib, " must be >= 0");
+  KT_CHECK(spec.gpu_memory_total_mib >= 0, InvalidArgument, "node '", spec.name, "': gpu_memory_total_mib = ",
+           spec.gpu_memory_total_mib, " must be >= 0");
+  KT_CHECK(spec.gpu_memory_unit_mib > 0, InvalidArgument, "node '", spec.name, "': gpu_memory_unit_mib = ",
+           spec.gpu_memory_unit_mib, " must be > 0");
+  if (spec.gpu_memory_total_mib > 0) {
+    KT_CHECK(spec.gpu_memory_total_mib % spec.gpu_memory_unit_mib == 0, InvalidArgument, "node '", spec.name,
+             "': gpu_memory_total_mib = ", spec.gpu_memory_total_mib, " is not a multiple of gpu_memory_unit_mib = ",
+             spec.gpu_memory_unit_mib);
+    KT_CHECK(spec.num_gpus > 0, InvalidArgument, "node '", spec.name, "': gpu_memory_total_mib = ",
+             spec.gpu_memory_total_mib, " needs gpus > 0 (gpushare splits the node total over aliyun.com/gpu-count)");
+    std::int64_t per = 0;
+    try {
+      per = gpushare_gpu_memory_mib(spec.gpu_memory_total_mib / spec.gpu_memory_unit_mib, spec.num_gpus,
+                                    spec.gpu_memory_unit_mib);
+    } catch (const InvalidArgument& e) {
+      KT_THROW(InvalidArgument, "node '", spec.name, "': ", e.what());
+    }
+    KT_CHECK(spec.gpu_memory_mib == 0 || spec.gpu_memory_mib == per, InvalidArgument, "node '", spec.name,
+             "': gpu_memory_mib = ", spec.gpu_memory_mib, " disagrees with gpu_memory_total_mib / gpus = ",
+             spec.gpu_memory_total_mib, " / ", spec.num_gpus, " -> ", per, " MiB per GPU");
+    spec.gpu_memory_mib = per;
+  }
+  int mig_model = -1;
+  if (spec.mig && spec.num_gpus > 0) {
+    mig_model = mig_model_index(spec.model);
+    std::string known;
+    for (const MigModel& m : mig_models()) known += (known.empty() ? "" : ", ") + m.name;
+    KT_CHECK(mig_model >= 0, InvalidArgument, "node '", spec.name, "': mig = true but GPU model '", spec.model,
+             "' has no MIG profile table (MIG models: ", known, ")");
+  }
   if (spec.topology)
     KT_CHECK(spec.topology->num_gpus() == spec.num_gpus, InvalidArgument, "node '", spec.name, "': topology has ",
              spec.topology->num_gpus(), " GPUs but gpus = ", spec.num_gpus);
@@ -52,6 +95,7 @@ int Cluster::add_node(NodeSpec spec) {
   name_index_.emplace(spec.name, static_cast<int>(nodes_.size()));
   nodes_.push_back(std::move(spec));
   node_model_.push_back(mid);
+  node_mig_model_.push_back(mig_model);
   return static_cast<int>(nodes_.size()) - 1;
 }
 
@@ -90,6 +134,8 @@ Cluster Cluster::from_json(const std::string& text) {
       s.memory_mib = n.value("memory_mib", std::int64_t{0});
       s.num_gpus = n.value("gpus", 0);
       s.gpu_memory_mib = n.value("gpu_memory_mib", std::int64_t{0});
+      s.gpu_memory_total_mib = n.value("gpu_memory_total_mib", std::int64_t{0});
+      s.gpu_memory_unit_mib = n.value("gpu_memory_unit_mib", std::int64_t{1});
       s.model = n.value("model", std::string());
       s.mig = n.value("mig", false);
     } catch (const nlohmann::json::exception& e) {
@@ -117,6 +163,10 @@ std::string Cluster::to_json() const {
     nlohmann::json o{{"name", n.name},   {"cpu_milli", n.cpu_milli}, {"memory_mib", n.memory_mib},
                      {"gpus", n.num_gpus}, {"gpu_memory_mib", n.gpu_memory_mib}, {"model", n.model},
                      {"mig", n.mig}};
+    if (n.gpu_memory_total_mib > 0) {
+      o["gpu_memory_total_mib"] = n.gpu_memory_total_mib;
+      o["gpu_memory_unit_mib"] = n.gpu_memory_unit_mib;
+    }
     if (n.topology) {
       nlohmann::json links = nlohmann::json::array();
       for (int a = 0; a < n.num_gpus; ++a)
@@ -142,7 +192,10 @@ void Request::validate_and_normalise() {
   KT_CHECK(compute_milli >= 0 && compute_milli <= kMilli, InvalidArgument, who, ": compute_milli = ", compute_milli,
            " must be in [0, 1000]");
   if (!mig_profile.empty()) {
-    (void)gpu::mig_profile(mig_profile);  // throws for unknown names
+    KT_CHECK(mig_profile_known(mig_profile), InvalidArgument, who, ": mig_profile '", mig_profile,
+             "' is unknown (A100-40GB: 1g.5gb, 1g.5gb+me, 1g.10gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb; A100-80GB / "
+             "H100-80GB: 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb; H100-94GB: 1g.12gb, ..., "
+             "7g.94gb; generic 1g, 2g, 3g, 4g, 7g)");
     if (gpu_count == 0) gpu_count = 1;
     KT_CHECK(gpu_count == 1, InvalidArgument, who, ": gpu_count = ", gpu_count, " must be 1 with a mig_profile");
     KT_CHECK(gpu_milli == 0 && gpu_memory_mib == 0, InvalidArgument, who,
@@ -166,13 +219,8 @@ void Request::validate_and_normalise() {
 }
 
 std::int64_t Request::total_gpu_milli() const noexcept {
-  if (!mig_profile.empty()) {
-    try {
-      return static_cast<std::int64_t>(gpu::mig_profile(mig_profile).compute_slices) * kMilli / kMigComputeSlices;
-    } catch (...) {
-      return 0;
-    }
-  }
+  if (!mig_profile.empty())
+    return static_cast<std::int64_t>(mig_compute_slices(mig_profile)) * kMilli / kMigComputeSlices;
   if (gpu_memory_mib > 0) return compute_milli;
   return static_cast<std::int64_t>(gpu_count) * gpu_milli;
 }

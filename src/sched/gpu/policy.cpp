@@ -48,7 +48,9 @@ Need need_on(const NodeSpec& spec, const Request& r) {
   return n;
 }
 
-inline bool gpu_fits(const GpuState& g, const Need& n) { return g.milli_free >= n.milli && g.memory_free >= n.mem; }
+inline bool gpu_fits(const GpuState& g, const Need& n) {
+  return g.healthy && g.milli_free >= n.milli && g.memory_free >= n.mem;
+}
 
 /// Free shares of a node's non-MIG GPUs into `out`; returns count.
 int collect_free(const NodeSpec& spec, const NodeState& st, int* out) {
@@ -64,7 +66,7 @@ double frag_of(const int* free, int n, std::int64_t cpu_free, int model_id, cons
   if (total == 0) return 0.0;
   double f = 0.0;
   for (const TypicalPod& t : tp) {
-    if (t.gpu_count == 0 || !model_ok(t.model_mask, model_id)) {
+    if (t.gpu_count == 0 || t.impossible_model || !model_ok(t.model_mask, model_id)) {
       f += t.weight * static_cast<double>(total);
       continue;
     }
@@ -85,6 +87,7 @@ std::vector<int> pick_mig(const NodeSpec& spec, const NodeState& st, const MigPr
   // GPUs first), lowest index on ties; within the GPU, the start that keeps most options open.
   int best_gpu = -1, best_start = -1, best_left = 1 << 30;
   for (int i = 0; i < static_cast<int>(st.gpus.size()) && spec.mig; ++i) {
+    if (!st.gpus[static_cast<std::size_t>(i)].healthy) continue;
     const MigState& m = st.gpus[static_cast<std::size_t>(i)].mig;
     const int s = m.best_start(p);
     if (s < 0) continue;
@@ -102,14 +105,17 @@ std::vector<int> pick_mig(const NodeSpec& spec, const NodeState& st, const MigPr
   return {best_gpu};
 }
 
-/// Generic GPU choice shared by policies; `share_rule`: 0 best-fit (gpushare), 1 worst-fit.
-bool choose_gpus(const NodeSpec& spec, const NodeState& st, const PreparedRequest& pr, int share_rule, Choice& out) {
+/// Generic GPU choice shared by policies; `share_rule`: 0 best-fit (gpushare), 1 worst-fit. `mig`: the request's
+/// MIG profile on this node's model (MIG requests only).
+bool choose_gpus(const NodeSpec& spec, const NodeState& st, const PreparedRequest& pr, const MigProfile* mig,
+                 int share_rule, Choice& out) {
   const Request& r = pr.req;
   out.gpus.clear();
   out.mig_start = -1;
   if (r.gpu_count == 0) return true;
-  if (pr.mig) {
-    out.gpus = pick_mig(spec, st, *pr.mig, &out.mig_start);
+  if (pr.is_mig) {
+    if (mig == nullptr) return false;  // not a MIG node, or its model has no such profile
+    out.gpus = pick_mig(spec, st, *mig, &out.mig_start);
     return !out.gpus.empty();
   }
   if (spec.mig) return false;
@@ -159,7 +165,7 @@ class BestFitPolicy : public Policy {
   bool evaluate(const Cluster& c, int node, const NodeState& st, const PreparedRequest& pr, Choice& out) const override {
     if (!basic_fits(c, node, st, pr)) return false;
     const NodeSpec& spec = c.node(node);
-    if (!choose_gpus(spec, st, pr, spread_ ? 1 : 0, out)) return false;
+    if (!choose_gpus(spec, st, pr, pr.mig_for(c, node), spread_ ? 1 : 0, out)) return false;
     // Simulator BestFit: sum_i w_i (free_i - request_i) / maxSpec_i with w = (0.5, 0.5) over (CPU, GPU).
     const double gpu_left = static_cast<double>(node_gpu_milli_free(spec, st));
     const double raw = 0.5 * static_cast<double>(st.cpu_free - pr.req.cpu_milli) / kMaxSpecCpu +
@@ -196,9 +202,9 @@ class FgdPolicy : public Policy {
     const double before = frag_of(free, n, st.cpu_free, mid, tp_);
     const std::int64_t cpu_after = st.cpu_free - r.cpu_milli;
     out.mig_start = -1;
-    if (r.gpu_count > 0 && (pr.mig || spec.mig)) {
+    if (r.gpu_count > 0 && (pr.is_mig || spec.mig)) {
       // MIG GPUs are outside the share-fragmentation model: fall back to the MIG best fit.
-      if (!choose_gpus(spec, st, pr, 0, out)) return false;
+      if (!choose_gpus(spec, st, pr, pr.mig_for(c, node), 0, out)) return false;
       out.score = before - frag_of(free, n, cpu_after, mid, tp_);
       return true;
     }
@@ -214,7 +220,7 @@ class FgdPolicy : public Policy {
         bool seen = false;
         for (int j = 0; j < i && !seen; ++j) {
           const GpuState& h = st.gpus[static_cast<std::size_t>(j)];
-          seen = h.milli_free == g.milli_free && h.memory_free == g.memory_free;
+          seen = h.healthy && h.milli_free == g.milli_free && h.memory_free == g.memory_free;
         }
         if (seen) continue;
         const int saved = free[i];
@@ -234,7 +240,7 @@ class FgdPolicy : public Policy {
       out.score = best;
       return true;
     }
-    if (!choose_gpus(spec, st, pr, 0, out)) return false;
+    if (!choose_gpus(spec, st, pr, nullptr, 0, out)) return false;
     for (int g : out.gpus) free[g] = 0;
     out.score = score_of(before - frag_of(free, n, cpu_after, mid, tp_), st, spec, pr, kMilli);
     return true;
@@ -266,6 +272,7 @@ class FgdPolicy : public Policy {
 
 // ---------------------------------------------------------------- free functions
 int gpu_share_free(const GpuState& g, std::int64_t gpu_memory_mib) noexcept {
+  if (!g.healthy) return 0;
   if (gpu_memory_mib <= 0) return g.milli_free;
   const std::int64_t m = g.memory_free * kMilli / gpu_memory_mib;
   return static_cast<int>(std::min<std::int64_t>(g.milli_free, m));
@@ -286,7 +293,12 @@ PreparedRequest prepare(const Cluster& c, Request r) {
     if (id >= 0) p.model_mask |= (std::uint64_t{1} << id);
   }
   if (!r.models.empty() && p.model_mask == 0) p.impossible_model = true;
-  if (!r.mig_profile.empty()) p.mig = &mig_profile(r.mig_profile);
+  if (!r.mig_profile.empty()) {
+    p.is_mig = true;
+    const std::size_t nm = mig_models().size();
+    for (std::size_t m = 0; m < nm && m < p.mig_on.size(); ++m)
+      p.mig_on[m] = find_mig_profile(static_cast<int>(m), r.mig_profile);
+  }
   p.key = std::to_string(r.cpu_milli) + "|" + std::to_string(r.memory_mib) + "|" + std::to_string(r.gpu_count) + "|" +
           std::to_string(r.gpu_milli) + "|" + std::to_string(r.gpu_memory_mib) + "|" + std::to_string(r.compute_milli) +
           "|" + std::to_string(p.model_mask) + "|" + (p.impossible_model ? "x" : "") + "|" + r.mig_profile;
@@ -297,7 +309,7 @@ PreparedRequest prepare(const Cluster& c, Request r) {
 std::vector<TypicalPod> typical_pods(const Cluster& c, const std::vector<Request>& workload, double popularity,
                                      bool include_cpu_pods, bool gpu_weighted) {
   KT_CHECK(popularity > 0.0 && popularity <= 1.0, InvalidArgument, "popularity = ", popularity, " must be in (0, 1]");
-  using Key = std::tuple<std::int64_t, int, int, std::uint64_t>;
+  using Key = std::tuple<std::int64_t, int, int, std::uint64_t, bool>;
   std::map<Key, std::pair<double, std::size_t>> count;  // key -> (count, first appearance)
   double total = 0;
   std::size_t order = 0;
@@ -305,9 +317,12 @@ std::vector<TypicalPod> typical_pods(const Cluster& c, const std::vector<Request
     PreparedRequest p = prepare(c, r0);
     const Request& r = p.req;
     if (r.gpu_count == 0 && !include_cpu_pods) continue;
-    if (p.mig) continue;
+    if (p.is_mig) continue;
     int milli = r.gpu_memory_mib > 0 ? std::max(1, r.compute_milli) : r.gpu_milli;
-    Key k{r.cpu_milli, r.gpu_count, r.gpu_count == 0 ? 0 : milli, p.model_mask};
+    // The model constraint is part of the shape; a task whose models are all absent from the cluster keeps that
+    // fact (impossible) instead of collapsing to "any model" (mask 0).
+    const bool impossible = r.gpu_count > 0 && p.impossible_model;
+    Key k{r.cpu_milli, r.gpu_count, r.gpu_count == 0 ? 0 : milli, p.model_mask, impossible};
     const double wgt = gpu_weighted ? 1.0 + static_cast<double>(r.total_gpu_milli()) / kMilli : 1.0;
     auto it = count.find(k);
     if (it == count.end()) count.emplace(k, std::make_pair(wgt, order++));
@@ -324,7 +339,7 @@ std::vector<TypicalPod> typical_pods(const Cluster& c, const std::vector<Request
   for (const auto& [k, cnt] : v) {
     if (cum >= popularity * total) break;
     cum += cnt.first;
-    out.push_back(TypicalPod{std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), cnt.first});
+    out.push_back(TypicalPod{std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), cnt.first, std::get<4>(k)});
   }
   for (TypicalPod& t : out) t.weight /= cum;
   return out;
@@ -336,7 +351,7 @@ std::vector<TypicalPod> kubetune_typical_pods(const Cluster& c, const std::vecto
   const std::vector<TypicalPod> by_gpu = typical_pods(c, workload, popularity, true, true);
   auto same = [](const TypicalPod& a, const TypicalPod& b) {
     return a.cpu_milli == b.cpu_milli && a.gpu_count == b.gpu_count && a.gpu_milli == b.gpu_milli &&
-           a.model_mask == b.model_mask;
+           a.model_mask == b.model_mask && a.impossible_model == b.impossible_model;
   };
   std::vector<TypicalPod> out;
   double sum = 0;
@@ -362,7 +377,7 @@ double node_fragmentation(const NodeSpec& spec, int model_id, const NodeState& s
 bool node_fits(const Cluster& c, int node, const NodeState& st, const PreparedRequest& pr) {
   if (!basic_fits(c, node, st, pr)) return false;
   Choice ch;
-  return choose_gpus(c.node(node), st, pr, 0, ch);
+  return choose_gpus(c.node(node), st, pr, pr.mig_for(c, node), 0, ch);
 }
 
 int gpushare_pick_gpu(const NodeSpec& spec, const NodeState& st, const PreparedRequest& pr) {

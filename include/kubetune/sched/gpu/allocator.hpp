@@ -8,6 +8,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kubetune/sched/gpu/cluster.hpp"
@@ -36,11 +37,13 @@ struct Snapshot {
 };
 
 struct AllocatorStats {
-  std::int64_t gpu_milli_capacity = 0;
-  std::int64_t gpu_milli_allocated = 0;
+  std::int64_t gpu_milli_capacity = 0;   // healthy GPUs only
+  std::int64_t gpu_milli_allocated = 0;  // on healthy GPUs
   std::int64_t cpu_milli_allocated = 0;
   std::int64_t placements = 0;
-  std::int64_t fully_free_gpus = 0;
+  std::int64_t fully_free_gpus = 0;      // healthy and unused
+  std::int64_t unhealthy_gpus = 0;
+  std::int64_t placements_on_unhealthy = 0;  // placements using at least one unhealthy GPU (to evict)
   double fragmentation_milli = 0.0;  // FGD cluster fragmentation (needs typical pods; else 0)
   double fragmentation_ratio = 0.0;  // fragmentation / free GPU milli
 };
@@ -55,11 +58,23 @@ class Allocator {
 
   /// Places one request (validated); nullopt when no node can host it. Never over-commits.
   std::optional<Placement> place(const Request& r);
-  /// Places on a given node (the extender's bind); nullopt when it does not fit there.
+  /// Places on a given node (the extender's bind); nullopt when it does not fit there. Throws InvalidArgument
+  /// (naming both) when the request's MIG profile does not exist on that MIG node's GPU model.
   std::optional<Placement> place_on(const Request& r, int node);
   /// All-or-nothing: either every member is placed or none is (state unchanged).
   std::optional<std::vector<Placement>> place_gang(const std::vector<Request>& members,
                                                    GangPreference pref = GangPreference::kPack);
+  /// Marks GPU `gpu` of node `node` healthy or unhealthy and returns the placements that use it (a controller
+  /// evicts those when marking it unhealthy). An unhealthy GPU takes no new placement and leaves the capacity
+  /// measures; placements already on it stay (and stay releasable) until released. Throws NotFound for a bad
+  /// node, InvalidArgument for a bad GPU index.
+  std::vector<Placement> set_gpu_health(int node, int gpu, bool healthy);
+  bool gpu_healthy(int node, int gpu) const;
+  /// (node, gpu) of every unhealthy GPU, in node then GPU order.
+  std::vector<std::pair<int, int>> unhealthy_gpus() const;
+  /// Placements that use at least one unhealthy GPU, by id.
+  std::vector<Placement> placements_on_unhealthy() const;
+
   /// Frees a placement; throws NotFound for an unknown id.
   void release(std::uint64_t id);
   /// Frees by pod name; returns false when unknown.
@@ -88,6 +103,8 @@ class Allocator {
   void apply(Placement& p, const PreparedRequest& pr);
   void unapply(const Placement& p);
   void touch(int node);
+  const MigProfile& mig_of(const Placement& p) const;
+  void check_gpu(int node, int gpu) const;
 
   Cluster cluster_;
   std::shared_ptr<const Policy> policy_;

@@ -1,6 +1,7 @@
 // Placement policies: gpushare best-fit, spread, FGD (Weng et al., ATC'23) and kubetune's fragmentation-aware policy.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -17,6 +18,9 @@ struct GpuState {
   int milli_free = kMilli;         // compute share left (milli-GPU)
   std::int64_t memory_free = 0;    // MiB left (0 total = memory not modelled)
   MigState mig;                    // MIG-mode GPUs only
+  /// False once the GPU is marked unhealthy (Allocator::set_gpu_health): it takes no new placement, its free share
+  /// counts as 0 and it leaves the capacity measures; placements already on it stay until released.
+  bool healthy = true;
 };
 
 /// Mutable state of one node.
@@ -26,18 +30,27 @@ struct NodeState {
   std::vector<GpuState> gpus;
 };
 
-/// Free share of one GPU in milli-GPU: min(compute left, memory left as a fraction of the GPU's memory).
+/// Free share of one GPU in milli-GPU: min(compute left, memory left as a fraction of the GPU's memory); 0 for an
+/// unhealthy GPU.
 int gpu_share_free(const GpuState& g, std::int64_t gpu_memory_mib) noexcept;
 /// Sum of free shares of a node's (non-MIG) GPUs.
 std::int64_t node_gpu_milli_free(const NodeSpec& spec, const NodeState& st) noexcept;
 
-/// A request resolved against a cluster: model bitmask, MIG profile pointer, validated fields.
+/// A request resolved against a cluster: model bitmask, MIG profile per MIG model, validated fields.
 struct PreparedRequest {
   Request req;
   std::uint64_t model_mask = 0;  // 0 = any model; bit i = model id i allowed
   bool impossible_model = false; // some named model exists nowhere in the cluster and none other does
-  const MigProfile* mig = nullptr;
+  bool is_mig = false;
+  /// The request's MIG profile on each MIG model (index of mig_models()); nullptr where that model lacks it.
+  std::array<const MigProfile*, kMaxMigModels> mig_on{};
   std::string key;               // shape key for the allocator's index (same key => same scores)
+
+  /// The profile on node `node` of `c`; nullptr for non-MIG requests, non-MIG nodes or a model without it.
+  const MigProfile* mig_for(const Cluster& c, int node) const noexcept {
+    const int m = c.node_mig_model(node);
+    return is_mig && m >= 0 ? mig_on[static_cast<std::size_t>(m)] : nullptr;
+  }
 };
 PreparedRequest prepare(const Cluster& c, Request r);
 
@@ -46,8 +59,10 @@ struct TypicalPod {
   std::int64_t cpu_milli = 0;
   int gpu_count = 0;
   int gpu_milli = 0;              // per GPU (1000 for whole GPUs)
-  std::uint64_t model_mask = 0;   // 0 = any
+  std::uint64_t model_mask = 0;   // 0 = any (unless impossible_model)
   double weight = 0.0;            // popularity, sums to 1
+  /// The task names GPU models of which none is in the cluster: no node can host it (it is never "any model").
+  bool impossible_model = false;
 };
 
 /// Typical pods as the FGD simulator builds them (hkust-adsl/kubernetes-scheduler-simulator, GetTypicalPods):
@@ -66,9 +81,9 @@ std::vector<TypicalPod> kubetune_typical_pods(const Cluster& c, const std::vecto
                                               double popularity = 0.95);
 
 /// FGD node fragmentation F_n(M) = sum_m p_m F_n(m) in milli-GPU (paper Eq. 1-2; simulator
-/// NodeGpuShareFragAmountScore): for a typical task m that the node cannot host (GPU model, CPU, or not enough
-/// GPUs with enough free share) -- and for CPU-only tasks -- every free GPU share is a fragment; otherwise the
-/// free shares of GPUs with less free than m asks are.
+/// NodeGpuShareFragAmountScore): for a typical task m that the node cannot host (GPU model -- including a task whose
+/// models are all absent from the cluster --, CPU, or not enough GPUs with enough free share) -- and for CPU-only
+/// tasks -- every free GPU share is a fragment; otherwise the free shares of GPUs with less free than m asks are.
 double node_fragmentation(const NodeSpec& spec, int model_id, const NodeState& st, const std::vector<TypicalPod>& tp);
 
 /// A scored option for one node.
