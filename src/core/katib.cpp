@@ -389,6 +389,50 @@ Replayed parse_experiment(const json& exp) {
   return r;
 }
 
+// Trials the searcher hands out when Katib's controller drives it `parallel` at a time and each batch finishes
+// before the next request, until a short reply (Katib accepts only full ones) or `limit`. The objective is a
+// fixed function of the point: the schedule of a rung-based searcher does not depend on the values.
+std::size_t trials_until_short_reply(const Replayed& e, std::size_t parallel, std::size_t limit) {
+  Study study(e.space.space, make_searcher(e.algorithm.config), {e.objective.direction}, 0);
+  std::size_t made = 0;
+  while (made < limit) {
+    std::vector<Trial> batch = study.ask(std::min(parallel, limit - made));
+    for (const Trial& t : batch) {
+      double v = 0;
+      for (double u : e.space.space.to_unit(t.x)) v += u;
+      study.tell(t.id, v);
+    }
+    made += batch.size();
+    if (batch.size() < parallel) break;
+  }
+  return made;
+}
+
+// Rung-based searchers (Hyperband, BOHB) must wait for a rung before promoting. Katib's controller accepts only
+// replies of exactly the requested size, so a parallelTrialCount whose requests outgrow what a rung can hand
+// out stops the schedule part-way (suggestionclient.go: "The response contains unexpected trials"). Checked
+// at validation by playing the schedule with that parallel count against one trial at a time.
+void check_parallel_count(const Replayed& e, const json& exp) {
+  const std::string& type = e.algorithm.config["type"].get_ref<const std::string&>();
+  if (type != "hyperband" && type != "bohb") return;
+  if (!exp.contains("parallel_trial_count") || !exp["parallel_trial_count"].is_number_integer()) return;
+  const std::int64_t parallel = exp["parallel_trial_count"].get<std::int64_t>();
+  if (parallel <= 1) return;
+  constexpr std::size_t kLimit = 20000;
+  const std::size_t serial = trials_until_short_reply(e, 1, kLimit);
+  const auto at = [&](std::int64_t p) { return trials_until_short_reply(e, static_cast<std::size_t>(p), serial); };
+  if (at(parallel) >= serial) return;
+  std::int64_t largest = 1;
+  for (std::int64_t p = std::min<std::int64_t>(parallel - 1, 64); p > 1; --p)
+    if (at(p) >= serial) {
+      largest = p;
+      break;
+    }
+  KT_THROW(InvalidArgument, e.algorithm.name, ": parallelTrialCount = ", parallel, " stops the bracket schedule ",
+           "after ", at(parallel), " of its ", serial, " trials (a rung cannot fill Katib's requests); use ",
+           "parallelTrialCount <= ", largest, " or change r_l/eta");
+}
+
 }  // namespace
 
 std::vector<std::string> algorithm_names() {
@@ -398,7 +442,7 @@ std::vector<std::string> algorithm_names() {
 }
 
 void validate_algorithm_settings(const nlohmann::json& experiment) {
-  (void)parse_experiment(experiment);
+  check_parallel_count(parse_experiment(experiment), experiment);
 }
 
 nlohmann::json get_suggestions(const nlohmann::json& request) {

@@ -27,7 +27,8 @@ std::vector<std::string> algorithm_names();
 ///                   "algorithm": {"name": str, "settings": [[name, value], ...]},
 ///                   "objective": {"type": "MINIMIZE"|"MAXIMIZE", "metric": str},
 ///                   "parameters": [{"name", "type": "DOUBLE"|"INT"|"DISCRETE"|"CATEGORICAL",
-///                                   "min", "max", "step", "list": [str], "distribution": "LOG_UNIFORM"|...}]},
+///                                   "min", "max", "step", "list": [str], "distribution": "LOG_UNIFORM"|...}],
+///                   "parallel_trial_count": int (optional)},
 ///    "trials": [{"name": str, "condition": "SUCCEEDED"|"RUNNING"|..., "assignments": [[name, value], ...],
 ///                "metrics": [[name, value], ...]}],
 ///    "count": int}
@@ -43,7 +44,8 @@ nlohmann::json get_suggestions(const nlohmann::json& request);
 nlohmann::json decode_suggestions_request(std::string_view bytes);
 
 /// ValidateAlgorithmSettings for `experiment` (the "experiment" object above): algorithm known, every setting
-/// known and in range, the space valid for the searcher. Throws InvalidArgument naming what is wrong.
+/// known and in range, the space valid for the searcher, and for Hyperband and BOHB a parallel_trial_count
+/// whose requests their rungs can fill. Throws InvalidArgument naming what is wrong.
 void validate_algorithm_settings(const nlohmann::json& experiment);
 
 }  // namespace kubetune::katib

@@ -61,7 +61,11 @@ def serve(
     pb_grpc.add_EarlyStoppingServicer_to_server(stopping, server)
     server.kubetune_early_stopping = stopping  # type: ignore[attr-defined]  (closed by main at shutdown)
     status = health.HealthServicer()
-    for name in ("", *(pb.DESCRIPTOR.services_by_name[s].full_name for s in ("Suggestion", "EarlyStopping"))):
+    # Katib's suggestion Deployment probes "manager.v1beta1.Suggestion" (Katib consts.DefaultGRPCService, the
+    # name its own services register); the proto's own full names are served too.
+    names = ("", "manager.v1beta1.Suggestion",
+             *(pb.DESCRIPTOR.services_by_name[s].full_name for s in ("Suggestion", "EarlyStopping")))
+    for name in names:
         status.set(name, health_pb2.HealthCheckResponse.SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(status, server)
     bound = server.add_insecure_port(f"{host}:{port}")

@@ -53,6 +53,7 @@ def experiment_to_dict(experiment: Any) -> Dict[str, Any]:
             "metric": spec.objective.objective_metric_name,
         },
         "parameters": params,
+        "parallel_trial_count": spec.parallel_trial_count,
     }
 
 

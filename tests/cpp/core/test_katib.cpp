@@ -281,3 +281,28 @@ TEST_F(Katib, GpModelStateTravelsOnceAndIsRead) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Katib, HyperbandParallelCountThatStallsTheScheduleIsRefused) {
+  json exp = experiment("hyperband", kv({{"r_l", "9"}, {"eta", "3"}, {"resource_name", "layers"}}));
+  exp["parameters"][1] = param("layers", "INT", "1", "9");
+  for (int ok : {1, 2, 3, 9, 10}) {
+    exp["parallel_trial_count"] = ok;
+    EXPECT_NO_THROW(katib::validate_algorithm_settings(exp)) << ok;
+  }
+  // Brackets 9@1 3@3 1@9, 5@3 1@9, 3@9 (22 trials): 8 at a time, the ninth config of the first rung is a short
+  // reply with nothing running, which Katib's controller rejects for ever.
+  exp["parallel_trial_count"] = 8;
+  try {
+    katib::validate_algorithm_settings(exp);
+    FAIL() << "parallelTrialCount 8 accepted";
+  } catch (const kubetune::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("parallelTrialCount = 8 stops the bracket schedule after 21 of its 22"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("<= 7"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
