@@ -418,8 +418,13 @@ void check_parallel_count(const Replayed& e, const json& exp) {
   if (!exp.contains("parallel_trial_count") || !exp["parallel_trial_count"].is_number_integer()) return;
   const std::int64_t parallel = exp["parallel_trial_count"].get<std::int64_t>();
   if (parallel <= 1) return;
-  constexpr std::size_t kLimit = 20000;
-  const std::size_t serial = trials_until_short_reply(e, 1, kLimit);
+  // Up to the experiment's maxTrialCount (BOHB's brackets repeat without end), at most kMaxPlayed.
+  constexpr std::int64_t kMaxPlayed = 2000;
+  std::int64_t limit = kMaxPlayed;
+  if (exp.contains("max_trial_count") && exp["max_trial_count"].is_number_integer() &&
+      exp["max_trial_count"].get<std::int64_t>() > 0)
+    limit = std::min(limit, exp["max_trial_count"].get<std::int64_t>());
+  const std::size_t serial = trials_until_short_reply(e, 1, static_cast<std::size_t>(limit));
   const auto at = [&](std::int64_t p) { return trials_until_short_reply(e, static_cast<std::size_t>(p), serial); };
   if (at(parallel) >= serial) return;
   std::int64_t largest = 1;

@@ -142,7 +142,8 @@ json experiment(std::string_view b) {
             {"algorithm", {{"name", ""}, {"settings", json::array()}}},
             {"objective", {{"type", "UNKNOWN"}, {"metric", ""}}},
             {"parameters", json::array()},
-            {"parallel_trial_count", 0}};
+            {"parallel_trial_count", 0},
+            {"max_trial_count", 0}};
   each_field(b, [&](std::uint32_t f, int wt, Reader& r) {
     if (f == 1) {
       e["name"] = text(r, wt);
@@ -159,8 +160,9 @@ json experiment(std::string_view b) {
             else if (h == 3) e["objective"]["metric"] = text(r3, wt3);
             else r3.skip(wt3);
           });
-        } else if (g == 5) {  // int32 parallel_trial_count
-          e["parallel_trial_count"] = static_cast<std::int32_t>(static_cast<std::uint32_t>(number(r2, wt2)));
+        } else if (g == 5 || g == 6) {  // int32 parallel_trial_count, max_trial_count
+          e[g == 5 ? "parallel_trial_count" : "max_trial_count"] =
+              static_cast<std::int32_t>(static_cast<std::uint32_t>(number(r2, wt2)));
         } else if (g == 3) {  // AlgorithmSpec
           each_field(sub(r2, wt2), [&](std::uint32_t h, int wt3, Reader& r3) {
             if (h == 1) e["algorithm"]["name"] = text(r3, wt3);

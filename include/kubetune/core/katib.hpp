@@ -28,7 +28,7 @@ std::vector<std::string> algorithm_names();
 ///                   "objective": {"type": "MINIMIZE"|"MAXIMIZE", "metric": str},
 ///                   "parameters": [{"name", "type": "DOUBLE"|"INT"|"DISCRETE"|"CATEGORICAL",
 ///                                   "min", "max", "step", "list": [str], "distribution": "LOG_UNIFORM"|...}],
-///                   "parallel_trial_count": int (optional)},
+///                   "parallel_trial_count": int, "max_trial_count": int (optional)},
 ///    "trials": [{"name": str, "condition": "SUCCEEDED"|"RUNNING"|..., "assignments": [[name, value], ...],
 ///                "metrics": [[name, value], ...]}],
 ///    "count": int}

@@ -54,6 +54,7 @@ def experiment_to_dict(experiment: Any) -> Dict[str, Any]:
         },
         "parameters": params,
         "parallel_trial_count": spec.parallel_trial_count,
+        "max_trial_count": spec.max_trial_count,
     }
 
 
