@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/rng.hpp"
 #include "kubetune/core/searcher.hpp"
 #include "kubetune/core/settings.hpp"
 #include "kubetune/core/study.hpp"
@@ -46,14 +47,6 @@ std::string known_algorithms() {
   std::string s;
   for (const auto& [k, v] : algorithm_types()) s += (s.empty() ? "" : ", ") + k;
   return s;
-}
-
-std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ULL) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 std::string hex16(std::uint64_t v) {
@@ -258,12 +251,12 @@ Algorithm parse_algorithm(const json& exp) {
 
 // One trial's assignment text in space order, the key under which its searcher state is kept.
 std::string fingerprint(const std::vector<std::string>& values_in_space_order, const SearchSpace& space) {
-  std::uint64_t h = fnv1a("kubetune.katib/1");
+  std::uint64_t h = fnv1a64("kubetune.katib/1");
   for (std::size_t i = 0; i < space.size(); ++i) {
-    h = fnv1a(space.param(i).name, h);
-    h = fnv1a("\x1f", h);
-    h = fnv1a(values_in_space_order[i], h);
-    h = fnv1a("\x1e", h);
+    h = fnv1a64(space.param(i).name, h);
+    h = fnv1a64("\x1f", h);
+    h = fnv1a64(values_in_space_order[i], h);
+    h = fnv1a64("\x1e", h);
   }
   return hex16(h);
 }
@@ -474,7 +467,7 @@ nlohmann::json get_suggestions(const nlohmann::json& request) {
   }
 
   const std::string& exp_name = str(request["experiment"], "name", "experiment");
-  std::uint64_t seed = e.algorithm.random_state.value_or(fnv1a(exp_name));
+  std::uint64_t seed = e.algorithm.random_state.value_or(fnv1a64(exp_name));
   auto study = Study::replay(e.space.space, std::move(e.searcher), {e.objective.direction}, seed, records,
                              records.size());
   std::vector<Trial> asked = study->ask(static_cast<std::size_t>(count));

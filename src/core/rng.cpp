@@ -65,4 +65,12 @@ std::int64_t Rng::integer(std::int64_t lo, std::int64_t hi) noexcept {
   return lo + static_cast<std::int64_t>(below(static_cast<std::uint64_t>(hi - lo) + 1));
 }
 
+std::uint64_t fnv1a64(std::string_view s, std::uint64_t h) noexcept {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;  // FNV 64-bit prime
+  }
+  return h;
+}
+
 }  // namespace kubetune

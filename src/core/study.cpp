@@ -21,6 +21,7 @@
 #include <cerrno>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/rng.hpp"
 
 namespace kubetune {
 namespace {
@@ -440,16 +441,6 @@ std::unique_ptr<Study> Study::from_json(const nlohmann::json& j) {
 namespace {
 // ---- persistence helpers (save/load) ----
 
-// FNV-1a, 64 bit: a save checks that the file's bytes are still the ones this object read or wrote.
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 std::string random_hex(std::size_t bytes) {
   static const char* digits = "0123456789abcdef";
   std::random_device rd;
@@ -668,7 +659,7 @@ void Study::save(const std::string& path, bool overwrite) const {
   const FileVersion* mine = known == files_.end() ? nullptr : &known->second;
   DiskVersion dv;
   if (disk) {
-    bool unchanged = mine && mine->size == disk->size() && mine->digest == fnv1a(*disk);
+    bool unchanged = mine && mine->size == disk->size() && mine->digest == fnv1a64(*disk);
     if (!unchanged) dv = disk_version(*disk);
     if (!unchanged && !overwrite) {
       if (!mine && !dv.is_study)
@@ -703,7 +694,7 @@ void Study::save(const std::string& path, bool overwrite) const {
   j["revision"] = next.revision;
   std::string text = j.dump();
   write_file_atomically(path, text, disk ? mode : new_file_mode());
-  next.digest = fnv1a(text);
+  next.digest = fnv1a64(text);
   next.size = text.size();
   files_[key] = std::move(next);
 }
@@ -726,7 +717,7 @@ std::unique_ptr<Study> Study::load(const std::string& path) {
     v.lineage = j["lineage"].get<std::string>();
     v.revision = j["revision"].get<std::uint64_t>();
   }
-  v.digest = fnv1a(*text);
+  v.digest = fnv1a64(*text);
   v.size = text->size();
   std::unique_ptr<Study> s;
   try {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <string_view>
 #include <cstdint>
 #include <limits>
 
@@ -39,5 +40,9 @@ class Rng {
 
 /// splitmix64 finaliser; also used to derive seeds.
 std::uint64_t mix64(std::uint64_t x) noexcept;
+
+/// 64-bit FNV-1a of `s`, continuing from `h` (the FNV offset basis by default): a stable hash of text, the same
+/// on every platform (file digests, Katib fingerprints and seeds).
+std::uint64_t fnv1a64(std::string_view s, std::uint64_t h = 14695981039346656037ULL) noexcept;
 
 }  // namespace kubetune

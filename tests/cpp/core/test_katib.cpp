@@ -9,6 +9,7 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/katib.hpp"
+#include "kubetune/core/rng.hpp"
 #include "kubetune/kubetune.hpp"
 
 namespace {
@@ -303,6 +304,18 @@ TEST_F(Katib, HyperbandParallelCountThatStallsTheScheduleIsRefused) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("<= 7"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Fnv1a64, PublishedTestVectors) {
+  // Landon Curt Noll's FNV test vectors (64-bit FNV-1a).
+  EXPECT_EQ(kubetune::fnv1a64(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(kubetune::fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(kubetune::fnv1a64("foobar"), 0x85944171f73967e8ULL);
+  EXPECT_EQ(kubetune::fnv1a64("bar", kubetune::fnv1a64("foo")), kubetune::fnv1a64("foobar"));
 }
 
 }  // namespace
