@@ -32,7 +32,7 @@ void bind_katib(py::module_& m) {
         nlohmann::json reply;
         {
           py::gil_scoped_release rel;
-          reply = katib::get_suggestions(katib::decode_suggestions_request(bytes));
+          reply = katib::get_suggestions_wire(bytes);
         }
         return json_to_py(reply);
       },

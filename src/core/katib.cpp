@@ -16,6 +16,7 @@
 #include "kubetune/core/searcher.hpp"
 #include "kubetune/core/settings.hpp"
 #include "kubetune/core/study.hpp"
+#include "katib_request.hpp"
 
 namespace kubetune::katib {
 namespace {
@@ -250,7 +251,8 @@ Algorithm parse_algorithm(const json& exp) {
 }
 
 // One trial's assignment text in space order, the key under which its searcher state is kept.
-std::string fingerprint(const std::vector<std::string>& values_in_space_order, const SearchSpace& space) {
+template <class Text>
+std::string fingerprint(const std::vector<Text>& values_in_space_order, const SearchSpace& space) {
   std::uint64_t h = fnv1a64("kubetune.katib/1");
   for (std::size_t i = 0; i < space.size(); ++i) {
     h = fnv1a64(space.param(i).name, h);
@@ -261,19 +263,26 @@ std::string fingerprint(const std::vector<std::string>& values_in_space_order, c
   return hex16(h);
 }
 
-// Katib's text of parameter i's value -> the user value of that parameter.
-Value parse_value(const Space& s, std::size_t i, const std::string& text, const std::string& trial) {
+// Katib's text of parameter i's value -> its internal encoding (the value; the index for lists), checked.
+double parse_value(const Space& s, std::size_t i, std::string_view text, std::string_view trial) {
   const Param& p = s.space.param(i);
-  auto bad = [&](const char* what) -> Value {
-    KT_THROW(InvalidArgument, "trial '", trial, "': parameter '", p.name, "' = '", text, "' ", what);
+  auto bad = [&](const auto&... what) -> double {
+    KT_THROW(InvalidArgument, "trial '", trial, "': parameter '", p.name, "' = '", text, "' ", what...);
   };
-  if (p.type == ParamType::Categorical) return text;
+  if (p.type == ParamType::Categorical) {
+    for (std::size_t k = 0; k < p.choices.size(); ++k)
+      if (p.choices[k] == text) return static_cast<double>(k);
+    return bad("is not a choice");
+  }
   std::optional<double> d = parse_double(text);
   if (!d || !std::isfinite(*d)) return bad("is not a number");
-  if (p.type == ParamType::Int) {
-    if (*d != std::floor(*d) || std::fabs(*d) > 9.007199254740992e15) return bad("is not an integer");
-    return static_cast<std::int64_t>(*d);
+  if (p.type == ParamType::Discrete) {
+    for (std::size_t k = 0; k < p.values.size(); ++k)
+      if (p.values[k] == *d) return static_cast<double>(k);
+    return bad("is not in the list");
   }
+  if (p.type == ParamType::Int && *d != std::floor(*d)) return bad("is not an integer");
+  if (!(*d >= p.low && *d <= p.high)) return bad("lies outside [", p.low, ", ", p.high, "]");
   return *d;
 }
 
@@ -289,7 +298,7 @@ std::string format_value(const Space& s, std::size_t i, double x) {
 }
 
 // Katib condition -> trial state for the searchers. Running covers CREATED/RUNNING/UNKNOWN: a pending point.
-TrialState trial_state(const std::string& c, const std::string& trial) {
+TrialState trial_state(std::string_view c, std::string_view trial) {
   if (c == "SUCCEEDED") return TrialState::Complete;
   if (c == "EARLYSTOPPED") return TrialState::Pruned;
   if (c == "FAILED" || c == "KILLED" || c == "METRICSUNAVAILABLE") return TrialState::Failed;
@@ -319,34 +328,33 @@ Objective parse_objective(const json& exp) {
   return out;
 }
 
-TrialRecord parse_trial(const json& t, const Space& s, const Objective& obj, const Algorithm& alg) {
-  const std::string& name = str(t, "name", "trial");
-  auto given = pairs(t, "assignments", "trial '" + name + "'");
-  std::vector<const std::string*> text(s.space.size(), nullptr);
-  for (const auto& [k, v] : given) {
-    std::size_t i = s.space.contains(k) ? s.space.index_of(k) : s.space.size();
-    KT_CHECK(i < s.space.size(), InvalidArgument, "trial '", name, "': assignment of unknown parameter '", k, "'");
-    KT_CHECK(text[i] == nullptr, InvalidArgument, "trial '", name, "': parameter '", k, "' is assigned twice");
-    text[i] = &v;
+TrialRecord parse_trial(const TrialView& t, const Space& s, const Objective& obj, const Algorithm& alg) {
+  const std::string_view name = t.name;
+  const std::size_t n = s.space.size();
+  std::vector<std::string_view> text(n);
+  std::vector<bool> given(n, false);
+  std::size_t next = 0;  // Katib sends the parameters in the experiment's order: try that first
+  for (const auto& [k, v] : t.assignments) {
+    std::size_t i = next < n && s.space.param(next).name == k ? next : n;
+    for (std::size_t j = 0; i == n && j < n; ++j)
+      if (s.space.param(j).name == k) i = j;
+    KT_CHECK(i < n, InvalidArgument, "trial '", name, "': assignment of unknown parameter '", k, "'");
+    KT_CHECK(!given[i], InvalidArgument, "trial '", name, "': parameter '", k, "' is assigned twice");
+    given[i] = true;
+    text[i] = v;
+    next = i + 1;
   }
   TrialRecord r;
-  std::vector<std::string> in_order(s.space.size());
-  for (std::size_t i = 0; i < s.space.size(); ++i) {
-    KT_CHECK(text[i] != nullptr, InvalidArgument, "trial '", name, "': parameter '", s.space.param(i).name,
+  r.x.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    KT_CHECK(given[i], InvalidArgument, "trial '", name, "': parameter '", s.space.param(i).name,
              "' is missing from its assignments");
-    in_order[i] = *text[i];
-    r.params.emplace_back(s.space.param(i).name, parse_value(s, i, *text[i], name));
+    r.x[i] = parse_value(s, i, text[i], name);
   }
-  try {
-    (void)s.space.from_assignment(r.params);  // range and choice checks, named by trial here
-  } catch (const Error& e) {
-    KT_THROW(InvalidArgument, "trial '", name, "': ", e.what());
-  }
-  r.state = trial_state(str(t, "condition", "trial '" + name + "'"), name);
-  auto metrics = pairs(t, "metrics", "trial '" + name + "'");
-  const std::string* metric = nullptr;
-  for (const auto& [k, v] : metrics)
-    if (k == obj.metric) metric = &v;  // the last entry of the objective metric wins
+  r.state = trial_state(t.condition, name);
+  const std::string_view* metric = nullptr;
+  for (const auto& m : t.metrics)
+    if (m.first == obj.metric) metric = &m.second;  // the last entry of the objective metric wins
   std::optional<double> value = metric ? parse_double(*metric) : std::nullopt;
   if (r.state == TrialState::Complete) {
     KT_CHECK(metric != nullptr, InvalidArgument, "trial '", name, "' succeeded without objective metric '",
@@ -357,10 +365,12 @@ TrialRecord parse_trial(const json& t, const Space& s, const Objective& obj, con
   } else if (r.state == TrialState::Pruned && value && std::isfinite(*value)) {
     r.intermediate = {{0, *value}};  // the value it was stopped at, for searchers that read pruned trials
   }
-  const std::string fp = fingerprint(in_order, s.space);
-  auto st = alg.state.find(fp);
-  if (st != alg.state.end()) r.system_attrs = st->second;
-  if (fp == alg.model_fingerprint) r.system_attrs.insert(alg.model.begin(), alg.model.end());
+  if (!alg.state.empty() || !alg.model.empty()) {
+    const std::string fp = fingerprint(text, s.space);
+    auto st = alg.state.find(fp);
+    if (st != alg.state.end()) r.system_attrs = st->second;
+    if (fp == alg.model_fingerprint) r.system_attrs.insert(alg.model.begin(), alg.model.end());
+  }
   return r;
 }
 
@@ -443,21 +453,53 @@ void validate_algorithm_settings(const nlohmann::json& experiment) {
   check_parallel_count(parse_experiment(experiment), experiment);
 }
 
-nlohmann::json get_suggestions(const nlohmann::json& request) {
+namespace {
+
+// The request JSON of katib.hpp as a view (strings stay in `request`).
+RequestView view_of(const nlohmann::json& request) {
   KT_CHECK(request.is_object() && request.contains("experiment"), InvalidArgument, "request has no experiment");
-  Replayed e = parse_experiment(request["experiment"]);
   KT_CHECK(request.contains("count") && request["count"].is_number_integer(), InvalidArgument,
            "request needs an integer current_request_number");
-  std::int64_t count = request["count"].get<std::int64_t>();
+  RequestView v;
+  v.experiment = request["experiment"];
+  v.count = request["count"].get<std::int64_t>();
+  auto view_pairs = [](const json& t, const char* key, const std::string& what) {
+    TextPairs out;
+    for (const auto& p : arr(t, key, what)) {
+      KT_CHECK(p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string(), InvalidArgument, what,
+               ".", key, " entries must be [name, value] strings");
+      out.emplace_back(p[0].get_ref<const std::string&>(), p[1].get_ref<const std::string&>());
+    }
+    return out;
+  };
+  for (const auto& t : arr(request, "trials", "request")) {
+    KT_CHECK(t.is_object(), InvalidArgument, "request.trials entries must be objects");
+    TrialView tv;
+    tv.name = str(t, "name", "trial");
+    const std::string what = "trial '" + std::string(tv.name) + "'";
+    tv.condition = str(t, "condition", what);
+    tv.assignments = view_pairs(t, "assignments", what);
+    tv.metrics = view_pairs(t, "metrics", what);
+    v.trials.push_back(std::move(tv));
+  }
+  return v;
+}
+
+}  // namespace
+
+nlohmann::json get_suggestions(const nlohmann::json& request) { return suggest(view_of(request)); }
+
+nlohmann::json get_suggestions_wire(std::string_view bytes) { return suggest(read_suggestions_request(bytes)); }
+
+nlohmann::json suggest(const RequestView& request) {
+  Replayed e = parse_experiment(request.experiment);
+  const std::int64_t count = request.count;
   KT_CHECK(count >= 0 && count <= kMaxCount, InvalidArgument, "current_request_number = ", count,
            " must be in [0, ", kMaxCount, "]");
 
   // Katib lists trials in no fixed order and may repeat one: the last entry of a name wins, names order them.
-  std::map<std::string, const json*> by_name;
-  for (const auto& t : arr(request, "trials", "request")) {
-    KT_CHECK(t.is_object(), InvalidArgument, "request.trials entries must be objects");
-    by_name[str(t, "name", "trial")] = &t;
-  }
+  std::map<std::string_view, const TrialView*> by_name;
+  for (const auto& t : request.trials) by_name[t.name] = &t;
   std::vector<TrialRecord> records;
   records.reserve(by_name.size());
   bool running = false;
@@ -466,7 +508,7 @@ nlohmann::json get_suggestions(const nlohmann::json& request) {
     running = running || records.back().state == TrialState::Running;
   }
 
-  const std::string& exp_name = str(request["experiment"], "name", "experiment");
+  const std::string& exp_name = str(request.experiment, "name", "experiment");
   std::uint64_t seed = e.algorithm.random_state.value_or(fnv1a64(exp_name));
   auto study = Study::replay(e.space.space, std::move(e.searcher), {e.objective.direction}, seed, records,
                              records.size());

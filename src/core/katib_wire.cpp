@@ -11,6 +11,7 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/katib.hpp"
+#include "katib_request.hpp"
 
 namespace kubetune::katib {
 namespace {
@@ -180,16 +181,31 @@ json experiment(std::string_view b) {
   return e;
 }
 
-json trial(std::string_view b) {
-  json t = {{"name", ""}, {"condition", "CREATED"}, {"assignments", json::array()}, {"metrics", json::array()}};
+// {1: name, 2: value} as views into the message.
+std::pair<std::string_view, std::string_view> name_value_view(std::string_view b) {
+  std::pair<std::string_view, std::string_view> nv;
+  each_field(b, [&](std::uint32_t f, int wt, Reader& r) {
+    if (f == 1) nv.first = sub(r, wt);
+    else if (f == 2) nv.second = sub(r, wt);
+    else r.skip(wt);
+  });
+  return nv;
+}
+
+constexpr const char* kConditions[] = {"CREATED", "RUNNING", "SUCCEEDED", "KILLED", "FAILED", "METRICSUNAVAILABLE",
+                                       "EARLYSTOPPED", "UNKNOWN"};
+
+TrialView trial(std::string_view b) {
+  TrialView t;
+  t.condition = kConditions[0];
   each_field(b, [&](std::uint32_t f, int wt, Reader& r) {
     if (f == 1) {
-      t["name"] = text(r, wt);
+      t.name = sub(r, wt);
     } else if (f == 2) {  // TrialSpec
       each_field(sub(r, wt), [&](std::uint32_t g, int wt2, Reader& r2) {
         if (g == 3) {  // ParameterAssignments
           each_field(sub(r2, wt2), [&](std::uint32_t h, int wt3, Reader& r3) {
-            if (h == 1) t["assignments"].push_back(name_value(sub(r3, wt3)));
+            if (h == 1) t.assignments.push_back(name_value_view(sub(r3, wt3)));
             else r3.skip(wt3);
           });
         } else {
@@ -199,11 +215,12 @@ json trial(std::string_view b) {
     } else if (f == 3) {  // TrialStatus
       each_field(sub(r, wt), [&](std::uint32_t g, int wt2, Reader& r2) {
         if (g == 3) {
-          t["condition"] = enum_name(number(r2, wt2), {"CREATED", "RUNNING", "SUCCEEDED", "KILLED", "FAILED",
-                                                      "METRICSUNAVAILABLE", "EARLYSTOPPED", "UNKNOWN"});
+          std::int64_t c = number(r2, wt2);
+          bool known = c >= 0 && c < static_cast<std::int64_t>(std::size(kConditions));
+          t.condition = known ? kConditions[c] : std::to_string(c);  // an unknown one is named downstream
         } else if (g == 4) {  // Observation
           each_field(sub(r2, wt2), [&](std::uint32_t h, int wt3, Reader& r3) {
-            if (h == 1) t["metrics"].push_back(name_value(sub(r3, wt3)));
+            if (h == 1) t.metrics.push_back(name_value_view(sub(r3, wt3)));
             else r3.skip(wt3);
           });
         } else {
@@ -217,22 +234,40 @@ json trial(std::string_view b) {
   return t;
 }
 
+json to_json(const TextPairs& ps) {
+  json out = json::array();
+  for (const auto& [k, v] : ps) out.push_back(json::array({std::string(k), std::string(v)}));
+  return out;
+}
+
 }  // namespace
 
-nlohmann::json decode_suggestions_request(std::string_view bytes) {
-  json req = {{"experiment", experiment({})}, {"trials", json::array()}, {"count", 0}};
+RequestView read_suggestions_request(std::string_view bytes) {
+  RequestView req;
+  req.experiment = experiment({});
   each_field(bytes, [&](std::uint32_t f, int wt, Reader& r) {
     if (f == 1) {
-      req["experiment"] = experiment(sub(r, wt));
+      req.experiment = experiment(sub(r, wt));
     } else if (f == 2) {
-      req["trials"].push_back(trial(sub(r, wt)));
+      req.trials.push_back(trial(sub(r, wt)));
     } else if (f == 4) {  // int32 current_request_number: negative values arrive sign-extended to 64 bits
-      req["count"] = static_cast<std::int32_t>(static_cast<std::uint32_t>(number(r, wt)));
+      req.count = static_cast<std::int32_t>(static_cast<std::uint32_t>(number(r, wt)));
     } else {
       r.skip(wt);
     }
   });
   return req;
+}
+
+nlohmann::json decode_suggestions_request(std::string_view bytes) {
+  RequestView v = read_suggestions_request(bytes);
+  json trials = json::array();
+  for (const auto& t : v.trials)
+    trials.push_back({{"name", std::string(t.name)},
+                      {"condition", t.condition},
+                      {"assignments", to_json(t.assignments)},
+                      {"metrics", to_json(t.metrics)}});
+  return {{"experiment", std::move(v.experiment)}, {"trials", std::move(trials)}, {"count", v.count}};
 }
 
 }  // namespace kubetune::katib

@@ -39,8 +39,12 @@ std::vector<std::string> algorithm_names();
 /// Throws InvalidArgument naming the setting, parameter, trial or metric at fault.
 nlohmann::json get_suggestions(const nlohmann::json& request);
 
-/// A serialized api.v1beta1.GetSuggestionsRequest (protobuf wire bytes) as the `request` above, read without
-/// building a message object per trial (src/core/katib_wire.cpp). Throws InvalidArgument on malformed bytes.
+/// GetSuggestions on a serialized api.v1beta1.GetSuggestionsRequest (protobuf wire bytes): the trials are read
+/// straight from the bytes, without a message object or a JSON node per field (src/core/katib_wire.cpp).
+/// Throws InvalidArgument on malformed bytes, as get_suggestions on bad content.
+nlohmann::json get_suggestions_wire(std::string_view bytes);
+
+/// The `request` above as read from serialized bytes (what get_suggestions_wire sees; for tests and tools).
 nlohmann::json decode_suggestions_request(std::string_view bytes);
 
 /// ValidateAlgorithmSettings for `experiment` (the "experiment" object above): algorithm known, every setting
