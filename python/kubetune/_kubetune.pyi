@@ -133,12 +133,15 @@ class Study:
     def replay(
         space: SearchSpace,
         searcher: Searcher | str | dict[str, Any] | None,
-        trials: list[dict[str, Any]],
+        trials: list[dict[str, Any]] | Mapping[str, Any],
         direction: str | Sequence[str] = ...,
         seed: int = ...,
         ask_counter: int = ...,
         pruner: Pruner | str | dict[str, Any] | None = ...,
     ) -> Study: ...
+    def replace_trials(
+        self, trials: list[dict[str, Any]] | Mapping[str, Any], ask_counter: int = ..., keep: int = ...
+    ) -> None: ...
     def set_user_attr(self, trial_id: int, key: str, value: str) -> None: ...
     @property
     def exhausted(self) -> bool: ...

@@ -354,7 +354,8 @@ void Study::replace_trials(std::vector<TrialRecord> trials, std::uint64_t ask_co
       trials_.swap(built);
     } else {
       trials_.erase(trials_.begin() + static_cast<std::ptrdiff_t>(keep), trials_.end());
-      trials_.reserve(trials_.size() + built.size() + 16);
+      const std::size_t need = keep + built.size() + 16;  // room for the asks that usually follow
+      if (trials_.capacity() < need) trials_.reserve(std::max(need, 2 * trials_.capacity()));
       std::move(built.begin(), built.end(), std::back_inserter(trials_));
     }
     ask_counter_ = ask_counter;
