@@ -243,7 +243,12 @@ Algorithm parse_algorithm(const json& exp) {
       continue;
     }
     KT_CHECK(!out.config.contains(k), InvalidArgument, "algorithm setting '", k, "' is given twice");
-    if (k == "random_state") out.random_state = settings::uinteger(json(v), k);
+    if (k == "random_state") {
+      out.random_state = settings::uinteger(json(v), k);
+      // The rung-based searchers draw from the study's stream alone: the seed is all they need of it.
+      const std::string& type = it->second;
+      if (type == "hyperband" || type == "bohb" || type == "asha") continue;
+    }
     out.config[k] = v;
   }
   if (hyperopt && !out.config.contains("preset")) out.config["preset"] = "hyperopt";

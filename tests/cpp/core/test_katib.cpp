@@ -288,6 +288,9 @@ namespace {
 TEST_F(Katib, HyperbandParallelCountThatStallsTheScheduleIsRefused) {
   json exp = experiment("hyperband", kv({{"r_l", "9"}, {"eta", "3"}, {"resource_name", "layers"}}));
   exp["parameters"][1] = param("layers", "INT", "1", "9");
+  json seeded = exp;
+  seeded["algorithm"]["settings"].push_back(json::array({"random_state", "7"}));
+  EXPECT_NO_THROW(katib::validate_algorithm_settings(seeded));  // Katib's seed setting, taken as the study seed
   for (int ok : {1, 2, 3, 9, 10}) {
     exp["parallel_trial_count"] = ok;
     EXPECT_NO_THROW(katib::validate_algorithm_settings(exp)) << ok;
