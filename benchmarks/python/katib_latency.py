@@ -32,8 +32,10 @@ after its pod restarts). "warm" times only the library's suggestion step on a mo
 
 Each cell repeats the call --calls times (peers: until --peer-calls calls or --peer-budget seconds, at least
 --peer-min-calls); p50 / p99 are numpy percentiles of wall time (time.perf_counter). Load average is recorded
-around every cell (the machine may be shared). Run under nice on a shared machine, e.g.:
-    PYTHONPATH=python nice -n 10 .venv/bin/python benchmarks/python/katib_latency.py --out benchmarks/out/katib.json
+around every cell (the machine may be shared). Run under nice on a shared machine, with BLAS / OpenMP threads
+pinned so that the peers' BLAS and kubetune's OpenMP do not oversubscribe the cores, e.g.:
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=python nice -n 10 .venv/bin/python \
+        benchmarks/python/katib_latency.py --history-cache benchmarks/out/katib_history --out benchmarks/out/katib.json
 Quick look: --algorithms tpe --sizes 100 1000 --calls 30 --peer-budget 20
 Peers are optional (pip install '.[peers]'); a missing one is reported as "not installed".
 """
