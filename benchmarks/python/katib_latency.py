@@ -292,14 +292,29 @@ def _bounds(req: Any) -> List[Tuple[str, float, float]]:
             for p in req.experiment.spec.parameter_specs.parameters]
 
 
-def _reply(pb: Any, suggestions: List[List[Tuple[str, Any]]]) -> Any:
+def _reply(pb: Any, suggestions: Sequence[Sequence[Tuple[str, Any]]]) -> Any:
     """Katib's Assignment.generate: str() of each value."""
     return pb.GetSuggestionsReply(parameter_assignments=[
         pb.GetSuggestionsReply.ParameterAssignments(
             assignments=[pb.ParameterAssignment(name=k, value=str(v)) for k, v in s]) for s in suggestions])
 
 
-class HyperoptPeer:
+class _Peer:
+    """What every peer shares: the reply encoded as Katib's service encodes it, and the stateless call."""
+
+    pb: Any
+
+    def answer(self, suggestions: Sequence[Sequence[Tuple[str, Any]]]) -> List[Tuple[str, ...]]:
+        reply = _reply(self.pb, suggestions)
+        reply.SerializeToString()
+        return reply_points(reply)
+
+    def rebuild(self, blob: bytes) -> Callable[[], List[Tuple[str, ...]]]:
+        """The whole call of a stateless service: convert the request, then suggest."""
+        return lambda: self.suggest(*self.prepare(blob))  # type: ignore[attr-defined]
+
+
+class HyperoptPeer(_Peer):
     """Katib's tpe service driven statelessly: domain + Trials rebuilt from the request."""
 
     def __init__(self, pb: Any) -> None:
@@ -338,19 +353,14 @@ class HyperoptPeer:
         for i in range(count):  # one suggest per point, same seed (Katib's loop; katib#1329)
             doc = self.h.tpe.suggest([ids[i]], domain, trials, seed, n_startup_jobs=count)[0]
             out.append([(n, doc["misc"]["vals"][n][0]) for n in names])
-        reply = _reply(self.pb, out)
-        reply.SerializeToString()
-        return reply_points(reply)
-
-    def rebuild(self, blob: bytes) -> Callable[[], List[Tuple[str, ...]]]:
-        return lambda: self.suggest(*self.prepare(blob))
+        return self.answer(out)
 
     def warm(self, blob: bytes) -> Tuple[Callable[[], List[Tuple[str, ...]]], Optional[Callable[[], None]]]:
         state = self.prepare(blob)
         return (lambda: self.suggest(*state)), None
 
 
-class OptunaPeer:
+class OptunaPeer(_Peer):
     """Katib's multivariate-tpe service driven statelessly: a study rebuilt with add_trials, then ask."""
 
     def __init__(self, pb: Any) -> None:
@@ -379,12 +389,7 @@ class OptunaPeer:
         for _ in range(count):
             t = study.ask(fixed_distributions=dists)
             out.append(list(t.params.items()))
-        reply = _reply(self.pb, out)
-        reply.SerializeToString()
-        return reply_points(reply)
-
-    def rebuild(self, blob: bytes) -> Callable[[], List[Tuple[str, ...]]]:
-        return lambda: self.suggest(*self.prepare(blob))
+        return self.answer(out)
 
     def warm(self, blob: bytes) -> Tuple[Callable[[], List[Tuple[str, ...]]], Optional[Callable[[], None]]]:
         # asks add trials to the study: a fresh study per call, built by the untimed set-up
@@ -392,7 +397,7 @@ class OptunaPeer:
         return (lambda: self.suggest(*state.pop())), (lambda: state.append(self.prepare(blob)))
 
 
-class SkoptPeer:
+class SkoptPeer(_Peer):
     """Katib's bayesianoptimization service driven statelessly: Optimizer + tell(all) + ask(n_points)."""
 
     def __init__(self, pb: Any) -> None:
@@ -413,12 +418,7 @@ class SkoptPeer:
 
     def suggest(self, opt: Any, names: List[str], count: int) -> List[Tuple[str, ...]]:
         pts = opt.ask(n_points=count)
-        reply = _reply(self.pb, [list(zip(names, p)) for p in pts])
-        reply.SerializeToString()
-        return reply_points(reply)
-
-    def rebuild(self, blob: bytes) -> Callable[[], List[Tuple[str, ...]]]:
-        return lambda: self.suggest(*self.prepare(blob))
+        return self.answer([list(zip(names, p)) for p in pts])
 
     def warm(self, blob: bytes) -> Tuple[Callable[[], List[Tuple[str, ...]]], Optional[Callable[[], None]]]:
         state = self.prepare(blob)
