@@ -168,13 +168,12 @@ KT_API int kt_gpu_extender(kt_gpu_allocator* a, const char* verb, const char* bo
   KT_API_BEGIN(err_out)
   KT_CHECK(a && verb && body_json && response_json_out, InvalidArgument,
            "allocator, verb, body_json and response_json_out must not be NULL");
-  const std::string v = verb;
-  std::string out;
-  if (v == "filter") out = a->ext->filter(body_json);
-  else if (v == "prioritize") out = a->ext->prioritize(body_json);
-  else if (v == "bind") out = a->ext->bind(body_json);
-  else if (v == "release") out = a->ext->release(body_json);
-  else KT_THROW(InvalidArgument, "extender verb '", v, "' is not one of filter, prioritize, bind, release");
+  const g::ExtenderReply r = a->ext->handle(verb, body_json);
+  // A body the verb cannot read is an error of the call; a refusal (no fit, conflict) is the protocol's Error field.
+  KT_CHECK(r.status != 404, InvalidArgument, "extender verb '", verb,
+           "' is not one of filter, prioritize, bind, preempt, release");
+  KT_CHECK(r.status != 400 && r.status != 413, InvalidArgument, "extender ", verb, ": ", r.body);
+  const std::string& out = r.body;
   *response_json_out = kubetune::capi::dup_string(out);
   KT_API_END(err_out)
 }

@@ -60,8 +60,10 @@ KT_API int kt_gpu_unhealthy(const kt_gpu_allocator* a, char** json_out, char** e
  * malformed input. */
 KT_API int kt_gpu_device_plugin_allocate(const char* request_json, char** response_json_out, char** err_out);
 
-/* Kubernetes scheduler-extender verbs over this allocator: body in, response JSON out.
- * verb: "filter" | "prioritize" | "bind" | "release". */
+/* kube-scheduler's extender v1 verbs over this allocator: body in, response JSON out.
+ * verb: "filter" | "prioritize" | "bind" | "preempt" | "release". A body the verb cannot read (not JSON, wrong
+ * types, too deep, too large) is KT_ERR_INVALID with the reason; a refusal (no fit, conflict) is the response's
+ * "Error" field, as kube-scheduler reads it. */
 KT_API int kt_gpu_extender(kt_gpu_allocator* a, const char* verb, const char* body_json, char** response_json_out,
                            char** err_out);
 

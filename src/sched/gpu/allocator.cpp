@@ -13,6 +13,29 @@ namespace kubetune::sched::gpu {
 namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
+/// A node with nothing placed on it.
+NodeState empty_state(const NodeSpec& s) {
+  NodeState st;
+  st.cpu_free = s.cpu_milli;
+  st.memory_free = s.memory_mib;
+  st.gpus.assign(static_cast<std::size_t>(s.num_gpus), GpuState{kMilli, s.gpu_memory_mib, MigState{}});
+  return st;
+}
+
+/// What placement p holds on its node, given back to / taken from st (prof: its MIG profile, null otherwise).
+void free_usage(NodeState& st, const Placement& p, const MigProfile* prof) {
+  st.cpu_free += p.cpu_milli;
+  st.memory_free += p.memory_mib;
+  for (int g : p.gpus) {
+    GpuState& gs = st.gpus[static_cast<std::size_t>(g)];
+    if (prof) {
+      gs.mig.release(*prof, p.mig_start);
+    } else {
+      gs.milli_free += p.gpu_milli;
+      gs.memory_free += p.gpu_memory_mib;
+    }
+  }
+}
 std::uint64_t splitmix(std::uint64_t& s) {
   std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -74,14 +97,8 @@ Allocator::Allocator(Cluster cluster, std::shared_ptr<const Policy> policy, Allo
   KT_CHECK(policy_ != nullptr, InvalidArgument, "allocator policy must not be null");
   KT_CHECK(opt_.max_shapes >= 1, InvalidArgument, "max_shapes = ", opt_.max_shapes, " must be >= 1");
   rng_state_ = opt_.seed * 0x2545F4914F6CDD1DULL + 1;
-  state_.resize(static_cast<std::size_t>(cluster_.num_nodes()));
-  for (int i = 0; i < cluster_.num_nodes(); ++i) {
-    const NodeSpec& s = cluster_.node(i);
-    NodeState& st = state_[static_cast<std::size_t>(i)];
-    st.cpu_free = s.cpu_milli;
-    st.memory_free = s.memory_mib;
-    st.gpus.assign(static_cast<std::size_t>(s.num_gpus), GpuState{kMilli, s.gpu_memory_mib, MigState{}});
-  }
+  state_.reserve(static_cast<std::size_t>(cluster_.num_nodes()));
+  for (const NodeSpec& s : cluster_.nodes()) state_.push_back(empty_state(s));
   index_ = std::make_unique<Index>(cluster_.num_nodes());
 }
 
@@ -215,19 +232,7 @@ void Allocator::apply(Placement& p, const PreparedRequest& pr) {
 }
 
 void Allocator::unapply(const Placement& p) {
-  NodeState& st = state_[static_cast<std::size_t>(p.node)];
-  st.cpu_free += p.cpu_milli;
-  st.memory_free += p.memory_mib;
-  if (!p.mig_profile.empty()) {
-    const MigProfile& prof = mig_of(p);
-    for (int g : p.gpus) st.gpus[static_cast<std::size_t>(g)].mig.release(prof, p.mig_start);
-  } else {
-    for (int g : p.gpus) {
-      GpuState& gs = st.gpus[static_cast<std::size_t>(g)];
-      gs.milli_free += p.gpu_milli;
-      gs.memory_free += p.gpu_memory_mib;
-    }
-  }
+  free_usage(state_[static_cast<std::size_t>(p.node)], p, p.mig_profile.empty() ? nullptr : &mig_of(p));
   touch(p.node);
 }
 
@@ -253,11 +258,15 @@ std::optional<Placement> Allocator::place_locked(const PreparedRequest& pr, int 
   }
   if (node < 0) return std::nullopt;
   Placement p;
-  p.id = next_id_++;
   p.node = node;
   p.gpus = ch.gpus;
   p.mig_start = ch.mig_start;
   apply(p, pr);
+  return record(std::move(p));
+}
+
+Placement Allocator::record(Placement p) {
+  p.id = next_id_++;
   placements_.emplace(p.id, p);
   if (!p.name.empty()) by_name_[p.name] = p.id;
   return p;
@@ -275,7 +284,43 @@ std::optional<Placement> Allocator::place_on(const Request& r, int node) {
   if (pr.is_mig && cluster_.node_mig_model(node) >= 0 && pr.mig_for(cluster_, node) == nullptr)
     (void)mig_profile(cluster_.node(node).model, pr.req.mig_profile);  // throws, naming profile and model
   std::unique_lock lock(mu_);
+  KT_CHECK(r.name.empty() || !by_name_.count(r.name), StateError, "pod ", r.name, " is already placed");
   return place_locked(pr, node, nullptr);
+}
+
+std::optional<Placement> Allocator::place_pinned(const Request& r, int node, const std::vector<int>& gpus,
+                                                 int mig_start) {
+  KT_CHECK(node >= 0 && node < cluster_.num_nodes(), NotFound, "node index ", node, " out of range");
+  PreparedRequest pr = prepare(cluster_, r);
+  const NodeSpec& spec = cluster_.node(node);
+  const std::size_t want = pr.req.gpu_count > 0 ? static_cast<std::size_t>(pr.req.gpu_count) : 0;
+  KT_CHECK(gpus.size() == want, InvalidArgument, "pod ", r.name, " asks for ", want, " GPU(s) but ", gpus.size(),
+           " GPU index(es) were recorded for it on node ", spec.name);
+  std::set<int> seen;
+  for (int g : gpus)
+    KT_CHECK(g >= 0 && g < spec.num_gpus && seen.insert(g).second, InvalidArgument, "GPU index ", g, " of pod ",
+             r.name, " is out of range [0, ", spec.num_gpus, ") or repeated on node ", spec.name);
+  const MigProfile* mig = pr.mig_for(cluster_, node);
+  if (pr.is_mig) {
+    KT_CHECK(mig != nullptr, InvalidArgument, "pod ", r.name, ": MIG profile ", r.mig_profile,
+             " does not exist on node ", spec.name);
+    KT_CHECK(mig_start >= 0, InvalidArgument, "pod ", r.name, " is a MIG pod without a recorded start slot");
+  }
+  std::unique_lock lock(mu_);
+  KT_CHECK(r.name.empty() || !by_name_.count(r.name), StateError, "pod ", r.name, " is already placed");
+  const NodeState& st = state_[static_cast<std::size_t>(node)];
+  if (st.cpu_free < pr.req.cpu_milli || st.memory_free < pr.req.memory_mib) return std::nullopt;
+  if (mig != nullptr && !st.gpus[static_cast<std::size_t>(gpus[0])].mig.can_place(*mig, mig_start)) return std::nullopt;
+  Placement p;
+  p.node = node;
+  p.gpus = gpus;
+  p.mig_start = pr.is_mig ? mig_start : -1;
+  try {
+    apply(p, pr);  // checks every GPU before it changes any
+  } catch (const StateError&) {
+    return std::nullopt;
+  }
+  return record(std::move(p));
 }
 
 std::optional<std::vector<Placement>> Allocator::place_gang(const std::vector<Request>& members, GangPreference pref) {
@@ -404,7 +449,7 @@ bool Allocator::release_by_name(const std::string& name) {
 }
 
 std::vector<int> Allocator::feasible_nodes(const Request& r, const std::vector<int>& candidates,
-                                           std::vector<std::string>* reasons) const {
+                                           std::vector<std::string>* reasons, std::vector<char>* unresolvable) const {
   PreparedRequest pr = prepare(cluster_, r);
   std::shared_lock lock(mu_);
   std::vector<int> out;
@@ -432,9 +477,29 @@ std::vector<int> Allocator::feasible_nodes(const Request& r, const std::vector<i
         if (bad > 0) why += " (" + std::to_string(bad) + " unhealthy GPU" + (bad > 1 ? "s" : "") + ")";
       }
       reasons->push_back(cluster_.node(i).name + ": " + why);
+      if (unresolvable) {
+        NodeState empty = empty_state(cluster_.node(i));
+        for (std::size_t g = 0; g < empty.gpus.size(); ++g) empty.gpus[g].healthy = st.gpus[g].healthy;
+        unresolvable->push_back(policy_->evaluate(cluster_, i, empty, pr, ch) ? 0 : 1);
+      }
     }
   }
   return out;
+}
+
+bool Allocator::fits_without(const Request& r, int node, const std::vector<std::string>& victims) const {
+  KT_CHECK(node >= 0 && node < cluster_.num_nodes(), NotFound, "node index ", node, " out of range");
+  PreparedRequest pr = prepare(cluster_, r);
+  std::shared_lock lock(mu_);
+  NodeState st = state_[static_cast<std::size_t>(node)];  // simulated on a copy
+  for (const std::string& v : victims) {
+    auto it = by_name_.find(v);
+    if (it == by_name_.end()) continue;
+    const Placement& p = placements_.at(it->second);
+    if (p.node == node) free_usage(st, p, p.mig_profile.empty() ? nullptr : &mig_of(p));
+  }
+  Choice ch;
+  return policy_->evaluate(cluster_, node, st, pr, ch);
 }
 
 std::optional<double> Allocator::score(const Request& r, int node) const {
@@ -528,9 +593,7 @@ void Allocator::check_invariants() const {
   for (int i = 0; i < n; ++i) {
     const NodeSpec& s = cluster_.node(i);
     NodeState& st = expect[static_cast<std::size_t>(i)];
-    st.cpu_free = s.cpu_milli;
-    st.memory_free = s.memory_mib;
-    st.gpus.assign(static_cast<std::size_t>(s.num_gpus), GpuState{kMilli, s.gpu_memory_mib, MigState{}});
+    st = empty_state(s);
     const NodeState& actual = state_[static_cast<std::size_t>(i)];
     KT_CHECK(actual.gpus.size() == st.gpus.size(), StateError, "node ", s.name, " has ", actual.gpus.size(),
              " GPU states for ", s.num_gpus, " GPUs");

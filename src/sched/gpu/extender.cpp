@@ -1,13 +1,16 @@
-// Kubernetes scheduler-extender JSON (filter / prioritize / bind) and request/placement JSON helpers.
+// Kubernetes objects -> kubetune requests (v1.Pod resources, quantities), the extender's configuration and the
+// request/placement JSON helpers.
 #include "kubetune/sched/gpu/extender.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "kube_json.hpp"
 #include "kubetune/core/error.hpp"
 
+// The Extender class itself: extender_protocol.cpp (ExtenderReply Extender::handle and the verbs) and
+// extender_state.cpp (sync, watch events, metrics).
 namespace kubetune::sched::gpu {
 
 using nlohmann::json;
@@ -20,8 +23,6 @@ json parse(const std::string& s, const char* what) {
     KT_THROW(InvalidArgument, what, " JSON does not parse: ", e.what());
   }
 }
-
-std::string pod_key(const std::string& ns, const std::string& name) { return (ns.empty() ? "default" : ns) + "/" + name; }
 
 std::vector<std::string> split_models(const std::string& s) {
   std::vector<std::string> out;
@@ -44,6 +45,58 @@ std::string quantity_string(const json& v) {
   KT_THROW(InvalidArgument, "resource quantity ", v.dump(), " must be a string or number");
 }
 }  // namespace
+
+std::string pod_key(const std::string& ns, const std::string& name) { return (ns.empty() ? "default" : ns) + "/" + name; }
+
+const json* go_field(const json& j, std::string_view key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  if (it == j.end()) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    for (it = j.begin(); it != j.end(); ++it) {
+      const std::string& k = it.key();
+      if (k.size() == key.size() && std::equal(k.begin(), k.end(), key.begin(), [&](char a, char b) {
+            return lower(a) == lower(b);
+          }))
+        break;
+    }
+  }
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+int json_depth(std::string_view text) noexcept {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+void ExtenderConfig::validate() const {
+  KT_CHECK(gpu_mem_unit_mib > 0, InvalidArgument, "gpu_mem_unit_mib = ", gpu_mem_unit_mib, " must be > 0");
+  KT_CHECK(max_priority > 0, InvalidArgument, "max_priority = ", max_priority, " must be > 0");
+  KT_CHECK(pending_ttl_s > 0 && pending_ttl_s <= 86400, InvalidArgument, "pending_ttl_s = ", pending_ttl_s,
+           " must be in (0, 86400]");
+  KT_CHECK(max_pending >= 1 && max_pending <= 10000000, InvalidArgument, "max_pending = ", max_pending,
+           " must be in [1, 10000000]");
+  KT_CHECK(assume_grace_s >= 0 && assume_grace_s <= 3600, InvalidArgument, "assume_grace_s = ", assume_grace_s,
+           " must be in [0, 3600]");
+  KT_CHECK(max_body_bytes >= 1024 && max_body_bytes <= (std::size_t{1} << 30), InvalidArgument,
+           "max_body_bytes = ", max_body_bytes, " must be in [1024, 2^30]");
+  KT_CHECK(max_json_depth >= 8 && max_json_depth <= 1000, InvalidArgument, "max_json_depth = ", max_json_depth,
+           " must be in [8, 1000]");
+}
 
 double parse_quantity(const std::string& q) {
   KT_CHECK(!q.empty(), InvalidArgument, "quantity is empty");
@@ -73,7 +126,10 @@ double parse_quantity(const std::string& q) {
 }
 
 Request request_from_pod_json(const std::string& pod_json, const ExtenderConfig& cfg) {
-  const json pod = parse(pod_json, "pod");
+  return request_from_pod(parse(pod_json, "pod"), cfg);
+}
+
+Request request_from_pod(const json& pod, const ExtenderConfig& cfg) {
   KT_CHECK(pod.is_object(), InvalidArgument, "pod must be a JSON object");
   Request r;
   const json meta = pod.value("metadata", json::object());
@@ -97,7 +153,7 @@ Request request_from_pod_json(const std::string& pod_json, const ExtenderConfig&
     gpu_mem_units += get(kGpuMemResource);
     whole += get("nvidia.com/gpu");
     milli += get("kubetune.io/gpu-milli");
-    compute += get("kubetune.io/gpu-compute");
+    compute += get("kubetune.io/gpu-compute") + 10.0 * get(kGpuCoreResource);
     for (const json* src : {&lim, &req})
       for (auto it = src->begin(); it != src->end(); ++it)
         if (it.key().rfind("nvidia.com/mig-", 0) == 0) r.mig_profile = it.key().substr(15);
@@ -119,147 +175,6 @@ Request request_from_pod_json(const std::string& pod_json, const ExtenderConfig&
   }
   r.validate_and_normalise();
   return r;
-}
-
-Extender::Extender(std::shared_ptr<Allocator> alloc, ExtenderConfig cfg) : alloc_(std::move(alloc)), cfg_(cfg) {
-  KT_CHECK(alloc_ != nullptr, InvalidArgument, "extender allocator must not be null");
-  KT_CHECK(cfg_.gpu_mem_unit_mib > 0, InvalidArgument, "gpu_mem_unit_mib = ", cfg_.gpu_mem_unit_mib, " must be > 0");
-  KT_CHECK(cfg_.max_priority > 0, InvalidArgument, "max_priority = ", cfg_.max_priority, " must be > 0");
-}
-
-namespace {
-/// Candidate node names of ExtenderArgs (NodeNames when nodeCacheCapable, else Nodes.items[].metadata.name).
-std::vector<std::string> candidate_names(const json& args) {
-  std::vector<std::string> names;
-  if (args.contains("NodeNames") && args["NodeNames"].is_array()) {
-    for (const json& n : args["NodeNames"]) names.push_back(n.get<std::string>());
-  } else if (args.contains("Nodes") && args["Nodes"].is_object()) {
-    for (const json& n : args["Nodes"].value("items", json::array()))
-      names.push_back(n.value("metadata", json::object()).value("name", std::string()));
-  }
-  return names;
-}
-}  // namespace
-
-std::string Extender::filter(const std::string& args_json) {
-  json out{{"NodeNames", json::array()}, {"FailedNodes", json::object()}, {"Error", ""}};
-  try {
-    const json args = parse(args_json, "ExtenderArgs");
-    KT_CHECK(args.contains("Pod"), InvalidArgument, "ExtenderArgs lacks field 'Pod'");
-    Request r = request_from_pod_json(args["Pod"].dump(), cfg_);
-    {
-      std::lock_guard lock(mu_);
-      pods_[r.name] = r;
-    }
-    const std::vector<std::string> names = candidate_names(args);
-    std::vector<int> idx;
-    for (const std::string& n : names) {
-      const int i = alloc_->cluster().find_node(n);
-      if (i < 0) out["FailedNodes"][n] = "node unknown to the kubetune allocator";
-      else idx.push_back(i);
-    }
-    std::vector<std::string> reasons;
-    const std::vector<int> ok = alloc_->feasible_nodes(r, idx, &reasons);
-    for (int i : ok) out["NodeNames"].push_back(alloc_->cluster().node(i).name);
-    for (const std::string& why : reasons) {
-      const std::size_t colon = why.find(": ");
-      out["FailedNodes"][why.substr(0, colon)] = why.substr(colon + 2);
-    }
-    if (args.contains("Nodes") && args["Nodes"].is_object()) {  // not nodeCacheCapable: echo the kept Node objects
-      json items = json::array();
-      for (const json& n : args["Nodes"].value("items", json::array())) {
-        const std::string nm = n.value("metadata", json::object()).value("name", std::string());
-        for (int i : ok)
-          if (alloc_->cluster().node(i).name == nm) items.push_back(n);
-      }
-      out["Nodes"] = json{{"items", items}};
-    }
-  } catch (const std::exception& e) {
-    out["Error"] = e.what();
-  }
-  return out.dump();
-}
-
-std::string Extender::prioritize(const std::string& args_json) {
-  const json args = parse(args_json, "ExtenderArgs");
-  KT_CHECK(args.contains("Pod"), InvalidArgument, "ExtenderArgs lacks field 'Pod'");
-  const Request r = request_from_pod_json(args["Pod"].dump(), cfg_);
-  std::vector<std::pair<std::string, std::optional<double>>> scores;
-  double lo = 0, hi = 0;
-  bool any = false;
-  for (const std::string& n : candidate_names(args)) {
-    const int i = alloc_->cluster().find_node(n);
-    std::optional<double> s = i < 0 ? std::nullopt : alloc_->score(r, i);
-    if (s) {
-      lo = any ? std::min(lo, *s) : *s;
-      hi = any ? std::max(hi, *s) : *s;
-      any = true;
-    }
-    scores.emplace_back(n, s);
-  }
-  json out = json::array();
-  for (const auto& [n, s] : scores) {
-    std::int64_t v = 0;
-    if (s) v = hi > lo ? static_cast<std::int64_t>(std::llround((*s - lo) / (hi - lo) * cfg_.max_priority)) : cfg_.max_priority;
-    out.push_back({{"Host", n}, {"Score", v}});
-  }
-  return out.dump();
-}
-
-std::string Extender::bind(const std::string& args_json) {
-  json out{{"Error", ""}};
-  try {
-    const json args = parse(args_json, "ExtenderBindingArgs");
-    const std::string name = args.value("PodName", std::string());
-    const std::string ns = args.value("PodNamespace", std::string("default"));
-    const std::string node = args.value("Node", std::string());
-    KT_CHECK(!name.empty(), InvalidArgument, "ExtenderBindingArgs field 'PodName' is empty");
-    const int i = alloc_->cluster().find_node(node);
-    KT_CHECK(i >= 0, NotFound, "ExtenderBindingArgs field 'Node' = '", node, "' is not a known node");
-    Request r;
-    {
-      std::lock_guard lock(mu_);
-      auto it = pods_.find(pod_key(ns, name));
-      KT_CHECK(it != pods_.end(), NotFound, "pod ", pod_key(ns, name), " was never filtered by this extender");
-      r = it->second;
-    }
-    KT_CHECK(!alloc_->placement_by_name(r.name), StateError, "pod ", r.name, " is already bound");
-    auto p = alloc_->place_on(r, i);
-    KT_CHECK(p.has_value(), StateError, "pod ", r.name, " no longer fits on node ", node);
-    json anno = json::object();
-    std::string idx;
-    for (std::size_t k = 0; k < p->gpus.size(); ++k) idx += (k ? "," : "") + std::to_string(p->gpus[k]);
-    if (!p->gpus.empty()) {
-      const NodeSpec& spec = alloc_->cluster().node(i);
-      anno[kAnnoGpuIndex] = idx;
-      anno[kAnnoGpuMemPod] = std::to_string(r.gpu_memory_mib > 0 ? r.gpu_memory_mib / cfg_.gpu_mem_unit_mib
-                                                                 : p->gpu_memory_mib / cfg_.gpu_mem_unit_mib);
-      anno[kAnnoGpuMemDev] = std::to_string(spec.gpu_memory_mib / cfg_.gpu_mem_unit_mib);
-      anno[kAnnoAssigned] = "false";
-      anno[kAnnoAssumeTime] = std::to_string(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-      if (p->mig_start >= 0) anno["kubetune.io/mig-start"] = std::to_string(p->mig_start);
-    }
-    out["Annotations"] = anno;
-    out["PlacementId"] = p->id;
-  } catch (const std::exception& e) {
-    out["Error"] = e.what();
-  }
-  return out.dump();
-}
-
-std::string Extender::release(const std::string& args_json) {
-  json out{{"Error", ""}};
-  try {
-    const json args = parse(args_json, "pod reference");
-    const std::string key = pod_key(args.value("PodNamespace", std::string("default")), args.value("PodName", std::string()));
-    if (!alloc_->release_by_name(key)) out["Error"] = "pod " + key + " is not bound";
-    std::lock_guard lock(mu_);
-    pods_.erase(key);
-  } catch (const std::exception& e) {
-    out["Error"] = e.what();
-  }
-  return out.dump();
 }
 
 Request request_from_json(const std::string& text) {

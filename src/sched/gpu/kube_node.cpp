@@ -6,6 +6,7 @@
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/gpu/cluster.hpp"
 #include "kubetune/sched/gpu/extender.hpp"
+#include "kube_json.hpp"
 
 namespace kubetune::sched::gpu {
 
@@ -47,13 +48,17 @@ std::string label(const json& labels, const char* key) {
 }  // namespace
 
 NodeSpec node_spec_from_kube_node(const std::string& node_json, std::int64_t gpu_mem_unit_mib) {
-  KT_CHECK(gpu_mem_unit_mib > 0, InvalidArgument, "gpu_mem_unit_mib = ", gpu_mem_unit_mib, " must be > 0");
   json n;
   try {
     n = json::parse(node_json);
   } catch (const std::exception& e) {
     KT_THROW(InvalidArgument, "node JSON does not parse: ", e.what());
   }
+  return node_spec_from_kube_node(n, gpu_mem_unit_mib);
+}
+
+NodeSpec node_spec_from_kube_node(const json& n, std::int64_t gpu_mem_unit_mib) {
+  KT_CHECK(gpu_mem_unit_mib > 0, InvalidArgument, "gpu_mem_unit_mib = ", gpu_mem_unit_mib, " must be > 0");
   KT_CHECK(n.is_object(), InvalidArgument, "node JSON must be an object (a v1.Node)");
   const json meta = object_at(n, "metadata", "node");
   KT_CHECK(meta.contains("name") && meta["name"].is_string() && !meta["name"].get<std::string>().empty(),
@@ -111,6 +116,34 @@ NodeSpec node_spec_from_kube_node(const std::string& node_json, std::int64_t gpu
     s.gpu_memory_unit_mib = gpu_mem_unit_mib;
   }
   return s;
+}
+
+std::vector<int> unhealthy_gpus_of_kube_node(const json& n, int num_gpus) {
+  const json meta = object_at(n, "metadata", "node");
+  const std::string v = label(object_at(meta, "annotations", "metadata"), kAnnoUnhealthyGpus);
+  std::vector<int> out;
+  std::size_t from = 0;
+  while (from < v.size()) {
+    std::size_t to = v.find(',', from);
+    if (to == std::string::npos) to = v.size();
+    std::string item = v.substr(from, to - from);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) {
+      std::size_t pos = 0;
+      int g = -1;
+      try {
+        g = std::stoi(item, &pos);
+      } catch (...) {
+        pos = 0;
+      }
+      KT_CHECK(pos == item.size() && g >= 0 && g < num_gpus, InvalidArgument, "annotation ", kAnnoUnhealthyGpus,
+               " = '", v, "': '", item, "' is not a GPU index in [0, ", num_gpus, ")");
+      out.push_back(g);
+    }
+    from = to + 1;
+  }
+  return out;
 }
 
 }  // namespace kubetune::sched::gpu

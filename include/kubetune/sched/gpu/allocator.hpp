@@ -55,12 +55,20 @@ class Allocator {
 
   const Cluster& cluster() const noexcept { return cluster_; }
   std::string policy_name() const { return policy_->name(); }
+  const std::shared_ptr<const Policy>& policy() const noexcept { return policy_; }
+  const AllocatorOptions& options() const noexcept { return opt_; }
 
   /// Places one request (validated); nullopt when no node can host it. Never over-commits.
   std::optional<Placement> place(const Request& r);
   /// Places on a given node (the extender's bind); nullopt when it does not fit there. Throws InvalidArgument
-  /// (naming both) when the request's MIG profile does not exist on that MIG node's GPU model.
+  /// (naming both) when the request's MIG profile does not exist on that MIG node's GPU model, StateError when a
+  /// placement of r.name exists (the check and the placement are one atomic step).
   std::optional<Placement> place_on(const Request& r, int node);
+  /// Places r on exactly `gpus` of `node` (MIG: at slot `mig_start`): how an existing pod is adopted from the
+  /// GPU indices its annotations record. nullopt when it does not fit there (a conflict with placements already
+  /// made). Throws InvalidArgument for a GPU list that does not match the request (count, range, duplicates) or a
+  /// MIG placement without a start, NotFound for a bad node, StateError when a placement of r.name exists.
+  std::optional<Placement> place_pinned(const Request& r, int node, const std::vector<int>& gpus, int mig_start = -1);
   /// All-or-nothing: either every member is placed or none is (state unchanged).
   std::optional<std::vector<Placement>> place_gang(const std::vector<Request>& members,
                                                    GangPreference pref = GangPreference::kPack);
@@ -80,9 +88,15 @@ class Allocator {
   /// Frees by pod name; returns false when unknown.
   bool release_by_name(const std::string& name);
 
-  /// Nodes (indices) that can host r now; `reasons` (optional) gets a reason per rejected node.
+  /// Nodes (indices) that can host r now; `reasons` (optional) gets "<node>: <why>" per rejected node and
+  /// `unresolvable` (optional, parallel to reasons) whether r would not fit on that node even if it were empty
+  /// (no GPU, wrong model, too little per-GPU memory...: preemption cannot help there).
   std::vector<int> feasible_nodes(const Request& r, const std::vector<int>& candidates,
-                                  std::vector<std::string>* reasons = nullptr) const;
+                                  std::vector<std::string>* reasons = nullptr,
+                                  std::vector<char>* unresolvable = nullptr) const;
+  /// Preemption: whether r fits on `node` once the pods named in `victims` are gone (names not placed on the
+  /// node are ignored). Simulated on a copy: nothing changes.
+  bool fits_without(const Request& r, int node, const std::vector<std::string>& victims) const;
   /// Policy score of node for r (nullopt if infeasible).
   std::optional<double> score(const Request& r, int node) const;
 
@@ -99,6 +113,7 @@ class Allocator {
  private:
   struct Index;
   std::optional<Placement> place_locked(const PreparedRequest& pr, int only_node, const std::vector<int>* prefer);
+  Placement record(Placement p);  // stores an applied placement
   int choose_node(const PreparedRequest& pr, Choice& ch);
   void apply(Placement& p, const PreparedRequest& pr);
   void unapply(const Placement& p);
