@@ -97,6 +97,42 @@ std::vector<g::TypicalPod> typical_from(const g::Cluster& c, const std::optional
   return g::typical_pods(c, *workload, popularity, true, gpu_weighted);
 }
 
+/// Python subclasses of KubeWriter, called from C++ server threads: the GIL is taken here, and a Python exception
+/// becomes a C++ one carrying its message (so the bind can roll back without touching Python objects).
+class PyKubeWriter : public g::KubeWriter {
+ public:
+  std::string get_pod(const std::string& ns, const std::string& name) override {
+    return call<std::string>("get_pod", ns, name);
+  }
+  void patch_pod_annotations(const std::string& ns, const std::string& name, const std::string& uid,
+                             const std::map<std::string, std::string>& annotations) override {
+    call<void>("patch_pod_annotations", ns, name, uid, annotations);
+  }
+  void create_binding(const std::string& ns, const std::string& name, const std::string& uid,
+                      const std::string& node) override {
+    call<void>("create_binding", ns, name, uid, node);
+  }
+
+ private:
+  template <class R, class... A>
+  R call(const char* fn, const A&... args) {
+    py::gil_scoped_acquire gil;
+    py::function f = py::get_override(static_cast<const g::KubeWriter*>(this), fn);
+    if (!f) throw std::runtime_error(std::string("KubeWriter.") + fn + " is not implemented");
+    try {
+      if constexpr (std::is_void_v<R>) {
+        f(args...);
+      } else {
+        return f(args...).template cast<R>();
+      }
+    } catch (py::error_already_set& e) {
+      throw std::runtime_error(std::string(fn) + ": " + e.what());
+    } catch (const py::cast_error& e) {
+      throw std::runtime_error(std::string(fn) + " returned the wrong type: " + e.what());
+    }
+  }
+};
+
 }  // namespace
 
 void bind_gpu(py::module_& parent) {
@@ -274,6 +310,13 @@ void bind_gpu(py::module_& parent) {
           },
           "Placements using at least one unhealthy GPU")
       .def("release_by_name", &g::Allocator::release_by_name, py::arg("name"))
+      .def(
+          "placement_by_name",
+          [](const g::Allocator& a, const std::string& name) -> py::object {
+            auto p = a.placement_by_name(name);
+            return p ? py::object(placement_dict(*p)) : py::object(py::none());
+          },
+          py::arg("name"), "The placement dict of pod `name` (\"namespace/name\" for extender pods), or None")
       .def("snapshot", &g::Allocator::snapshot)
       .def("restore", &g::Allocator::restore, py::arg("snapshot"))
       .def("check_invariants", &g::Allocator::check_invariants, py::call_guard<py::gil_scoped_release>())
@@ -323,18 +366,84 @@ void bind_gpu(py::module_& parent) {
           },
           py::arg("workload") = py::none());
 
-  py::class_<g::Extender>(m, "Extender", "Kubernetes scheduler-extender JSON handlers over an Allocator")
-      .def(py::init([](std::shared_ptr<g::Allocator> a, std::int64_t unit) {
+  py::class_<g::KubeWriter, PyKubeWriter, std::shared_ptr<g::KubeWriter>>(
+      m, "KubeWriter",
+      "The Kubernetes API calls an Extender's bind makes; subclass it (kubetune.sched.kube.KubeWriter does, over the "
+      "kubernetes client). Called from server threads with the GIL taken; raise to fail (the bind rolls back).")
+      .def(py::init<>())
+      .def("get_pod", &g::KubeWriter::get_pod, py::arg("namespace"), py::arg("name"))
+      .def("patch_pod_annotations", &g::KubeWriter::patch_pod_annotations, py::arg("namespace"), py::arg("name"),
+           py::arg("uid"), py::arg("annotations"))
+      .def("create_binding", &g::KubeWriter::create_binding, py::arg("namespace"), py::arg("name"), py::arg("uid"),
+           py::arg("node"));
+
+  py::class_<g::Extender, std::shared_ptr<g::Extender>>(
+      m, "Extender", "kube-scheduler's extender v1 verbs over an Allocator, with state kept from the Kubernetes API")
+      .def(py::init([](std::shared_ptr<g::Allocator> a, const std::string& policy, std::int64_t unit, double ttl,
+                       std::size_t max_pending, double grace, std::size_t max_body, std::uint64_t seed) {
              g::ExtenderConfig cfg;
              cfg.gpu_mem_unit_mib = unit;
-             return std::make_unique<g::Extender>(std::move(a), cfg);
+             cfg.pending_ttl_s = ttl;
+             cfg.max_pending = max_pending;
+             cfg.assume_grace_s = grace;
+             cfg.max_body_bytes = max_body;
+             if (a) return std::make_shared<g::Extender>(std::move(a), cfg);
+             g::AllocatorOptions opt;
+             opt.seed = seed;
+             return std::make_shared<g::Extender>(g::make_policy(policy), cfg, opt);
            }),
-           py::arg("allocator"), py::arg("gpu_mem_unit_mib") = 1024)
+           py::arg("allocator") = nullptr, py::arg("policy") = "best_fit", py::arg("gpu_mem_unit_mib") = 1024,
+           py::arg("pending_ttl_s") = 300.0, py::arg("max_pending") = 100000, py::arg("assume_grace_s") = 60.0,
+           py::arg("max_body_bytes") = std::size_t{64} << 20, py::arg("seed") = 0,
+           "Over `allocator` (a fixed cluster), or empty (policy by name) until sync() fills it from the API server.")
       .def("filter", &g::Extender::filter, py::arg("extender_args_json"), py::call_guard<py::gil_scoped_release>())
       .def("prioritize", &g::Extender::prioritize, py::arg("extender_args_json"),
            py::call_guard<py::gil_scoped_release>())
       .def("bind", &g::Extender::bind, py::arg("binding_args_json"), py::call_guard<py::gil_scoped_release>())
-      .def("release", &g::Extender::release, py::arg("pod_ref_json"), py::call_guard<py::gil_scoped_release>());
+      .def("preempt", &g::Extender::preempt, py::arg("preemption_args_json"), py::call_guard<py::gil_scoped_release>())
+      .def("release", &g::Extender::release, py::arg("pod_ref_json"), py::call_guard<py::gil_scoped_release>())
+      .def(
+          "handle",
+          [](g::Extender& e, const std::string& verb, const std::string& body) {
+            g::ExtenderReply r = e.handle(verb, body);
+            return std::make_pair(r.status, std::move(r.body));
+          },
+          py::arg("verb"), py::arg("body"), py::call_guard<py::gil_scoped_release>(), "-> (HTTP status, body)")
+      .def("sync", &g::Extender::sync, py::arg("node_list_json"), py::arg("pod_list_json"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("node_event", &g::Extender::node_event, py::arg("type"), py::arg("node_json"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("pod_event", &g::Extender::pod_event, py::arg("type"), py::arg("pod_json"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("set_writer", &g::Extender::set_writer, py::arg("writer"), py::keep_alive<1, 2>())
+      .def("allocator", &g::Extender::allocator)
+      .def_property_readonly("ready", &g::Extender::ready)
+      .def("metrics_text", &g::Extender::metrics_text)
+      .def("status", [](const g::Extender& e) {
+        const g::ExtenderStatus s = e.status();
+        const g::ExtenderCounters& c = s.counters;
+        py::dict counters;
+        for (const auto& [k, v] : std::initializer_list<std::pair<const char*, std::int64_t>>{
+                 {"filter", c.filter}, {"prioritize", c.prioritize}, {"bind", c.bind}, {"preempt", c.preempt},
+                 {"bad_requests", c.bad_requests}, {"bind_ok", c.bind_ok}, {"bind_failed", c.bind_failed},
+                 {"rollbacks", c.rollbacks}, {"bind_conflicts", c.bind_conflicts}, {"releases", c.releases},
+                 {"pin_conflicts", c.pin_conflicts}, {"syncs", c.syncs}, {"node_events", c.node_events},
+                 {"pod_events", c.pod_events}, {"rebuilds", c.rebuilds}, {"pending_expired", c.pending_expired},
+                 {"bad_objects", c.bad_objects}})
+          counters[k] = v;
+        py::dict d;
+        d["ready"] = s.ready;
+        d["nodes"] = s.nodes;
+        d["gpus"] = s.gpus;
+        d["placements"] = s.placements;
+        d["pending"] = s.pending;
+        d["binding"] = s.binding;
+        d["gpu_milli_capacity"] = s.alloc.gpu_milli_capacity;
+        d["gpu_milli_allocated"] = s.alloc.gpu_milli_allocated;
+        d["unhealthy_gpus"] = s.alloc.unhealthy_gpus;
+        d["counters"] = counters;
+        return d;
+      });
 
   m.def("load_trace_cluster", &g::load_trace_cluster, py::arg("csv_path"), py::arg("gpu_nodes_only") = true);
   m.def("load_trace_pods", &g::load_trace_pods, py::arg("csv_path"));

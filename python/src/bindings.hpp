@@ -15,6 +15,7 @@ void bind_gp(py::module_& m);             // GP
 void bind_multifidelity(py::module_& m);  // Hyperband, ASHA, BOHB, MedianStop
 void bind_autoscale(py::module_& m);      // submodule autoscale
 void bind_gpu(py::module_& m);            // submodule sched
+void bind_extender(py::module_& m);       // sched.ExtenderHttpServer (after bind_gpu)
 void bind_nas(py::module_& m);            // submodule nas
 
 }  // namespace kubetune::python

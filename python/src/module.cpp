@@ -42,6 +42,9 @@ PYBIND11_MODULE(_kubetune, m) {
 #ifdef KT_HAVE_GPU
   bind_gpu(m);
 #endif
+#ifdef KT_HAVE_EXTENDER
+  bind_extender(m);
+#endif
 #ifdef KT_HAVE_NAS
   bind_nas(m);
 #endif
