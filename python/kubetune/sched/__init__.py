@@ -1,8 +1,9 @@
 """kubetune.sched: GPU-sharing allocator (gpushare best-fit, spread, FGD, kubetune), MIG, NVLink, gangs,
 a Kubernetes scheduler-extender HTTP server and the Alibaba-trace replay of the FGD paper.
 
-All placement logic lives in C++ (``kubetune._kubetune.sched``); this module re-exports it and adds the HTTP
-server (standard library ``http.server``), trace helpers, plots and the demo section.
+All placement logic lives in C++ (``kubetune._kubetune.sched``); this package re-exports it and adds the owner of
+the C++ extender HTTP server, trace helpers, plots and the demo section. ``kubetune.sched.kube`` connects the
+extender to a Kubernetes API server (the ``kubetune-extender`` command).
 """
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ import json
 import os
 import statistics
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ._kubetune import sched as _native
+from .._kubetune import sched as _native
 
 for _name in dir(_native):
     if not _name.startswith("_"):
@@ -41,7 +41,7 @@ def shared_data_dir() -> Optional[Path]:
     if env:
         p = Path(env)
         return p if p.is_dir() else None
-    root = Path(__file__).resolve().parents[2]  # python/kubetune/sched.py -> repository root
+    root = Path(__file__).resolve().parents[3]  # python/kubetune/sched/__init__.py -> repository root
     p = root.parent / "shared" / "data"
     return p if p.is_dir() else None
 
@@ -150,93 +150,61 @@ def device_plugin_allocate(
 
 # ---------------------------------------------------------------- scheduler-extender HTTP server
 class ExtenderServer:
-    """Serves the Kubernetes scheduler-extender protocol over HTTP (``http.server``, one thread per request).
+    """Serves the Kubernetes scheduler-extender protocol over HTTP: a thin owner of the C++
+    ``ExtenderHttpServer`` (Boost.Beast, keep-alive, its own threads; the extender runs without the GIL).
 
-    Routes (POST, JSON bodies as kube-scheduler sends them): ``<prefix>/filter`` (ExtenderArgs ->
-    ExtenderFilterResult), ``<prefix>/prioritize`` (ExtenderArgs -> HostPriorityList), ``<prefix>/bind``
-    (ExtenderBindingArgs -> ExtenderBindingResult, plus the gpushare annotations) and ``<prefix>/release`` (pod
-    deleted). ``GET /healthz`` answers ``ok``. The default prefix matches gpushare's ``/gpushare-scheduler``; the
-    bare paths work too. Binds to ``127.0.0.1`` unless told otherwise; ``port=0`` picks a free port.
+    Routes: POST ``<prefix>/{filter,prioritize,bind,preempt,release}`` (and the bare ``/<verb>``) with the JSON
+    bodies kube-scheduler sends; GET ``/healthz``, ``/readyz`` (503 until the extender's first sync) and
+    ``/metrics`` (Prometheus text). The default prefix matches gpushare's ``/gpushare-scheduler``. Binds to
+    ``127.0.0.1`` unless told otherwise; ``port=0`` picks a free port (``address`` tells which).
     """
 
     def __init__(self, extender: "Extender", host: str = "127.0.0.1", port: int = 0,
-                 prefix: str = "/gpushare-scheduler") -> None:
+                 prefix: str = "/gpushare-scheduler", *, threads: int = 2, max_body_bytes: int = 64 << 20,
+                 max_header_bytes: int = 16 << 10, read_timeout_s: float = 10.0, idle_timeout_s: float = 90.0,
+                 max_connections: int = 1024) -> None:
         self.extender = extender
+        self.host = host
         self.prefix = prefix.rstrip("/")
-        handlers = {
-            "filter": extender.filter,
-            "prioritize": extender.prioritize,
-            "bind": extender.bind,
-            "release": extender.release,
-        }
-        prefix_ = self.prefix
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # the library never prints
-                pass
-
-            def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self):
-                if self.path.rstrip("/") in ("/healthz", prefix_ + "/healthz"):
-                    self._send(200, b"ok", "text/plain")
-                else:
-                    self._send(404, b'{"Error":"not found"}')
-
-            def do_POST(self):
-                path = self.path.rstrip("/")
-                if prefix_ and path.startswith(prefix_ + "/"):
-                    path = path[len(prefix_):]
-                verb = path.lstrip("/")
-                fn = handlers.get(verb)
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length).decode("utf-8") if length else ""
-                if fn is None:
-                    self._send(404, json.dumps({"Error": f"unknown verb {verb!r}"}).encode())
-                    return
-                try:
-                    out = fn(body)
-                except (ValueError, KeyError, RuntimeError) as e:
-                    self._send(400, json.dumps({"Error": str(e)}).encode())
-                    return
-                self._send(200, out.encode("utf-8"))
-
-        self._httpd = ThreadingHTTPServer((host, port), Handler)
-        self._httpd.daemon_threads = True
-        self._thread: Optional[threading.Thread] = None
+        self._server = _native.ExtenderHttpServer(
+            extender, host=host, port=port, threads=threads, prefix=self.prefix, max_body_bytes=max_body_bytes,
+            max_header_bytes=max_header_bytes, read_timeout_s=read_timeout_s, idle_timeout_s=idle_timeout_s,
+            max_connections=max_connections)
+        self._stopped = threading.Event()
 
     @property
     def address(self) -> Tuple[str, int]:
-        return self._httpd.server_address[:2]
+        """(host, port) actually bound (the port is known once started)."""
+        return self.host, self._server.port
 
     @property
     def url(self) -> str:
         host, port = self.address
         return f"http://{host}:{port}{self.prefix}"
 
+    @property
+    def running(self) -> bool:
+        return self._server.running
+
     def start(self) -> "ExtenderServer":
-        """Serves in a background thread; returns self."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="kt-extender", daemon=True)
-        self._thread.start()
+        """Listens and serves on the server's own threads; returns self."""
+        self._stopped.clear()
+        self._server.start()
         return self
 
     def serve_forever(self) -> None:
-        """Serves in the calling thread until stop() (from another thread) or KeyboardInterrupt."""
-        self._httpd.serve_forever()
+        """Serves (starting if needed) until stop() from another thread or KeyboardInterrupt, then stops."""
+        if not self.running:
+            self.start()
+        try:
+            while not self._stopped.wait(0.5):  # short waits keep Ctrl-C responsive
+                pass
+        finally:
+            self.stop()
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._stopped.set()
+        self._server.stop()
 
     def __enter__(self) -> "ExtenderServer":
         return self.start()
