@@ -233,7 +233,7 @@ def test_scheduler_config_extender_fields_verbs_and_resources():
 def test_deployment_unit_matches_and_example_pod_is_managed():
     args = _args(_container(_one("Deployment")))
     assert args["gpu-mem-unit"] in ("GiB", "MiB")
-    assert args["policy"] in ("best_fit", "spread", "fgd", "kubetune")
+    assert args["policy"] in ("best_fit", "gpushare", "binpack", "spread")
     pod = _one("Pod", "gpu-share-example")
     (c,) = pod["spec"]["containers"]
     limits = c["resources"]["limits"]

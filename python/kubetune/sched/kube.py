@@ -360,7 +360,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="port (default %(default)s, gpushare-scheduler-extender's; 0 picks one)")
     p.add_argument("--threads", type=_positive(int), default=2, help="HTTP server threads (default %(default)s)")
     p.add_argument("--prefix", default="/gpushare-scheduler", help="URL prefix of the verbs (default %(default)s)")
-    p.add_argument("--policy", default="best_fit", choices=_native.policy_names(),
+    # fgd and kubetune score against a typical-workload distribution the command line cannot give yet.
+    p.add_argument("--policy", default="best_fit", choices=("best_fit", "gpushare", "binpack", "spread"),
                    help="placement policy (default %(default)s, gpushare's binpack)")
     p.add_argument("--gpu-mem-unit", default="GiB", choices=("GiB", "MiB"),
                    help="unit of aliyun.com/gpu-mem, as the gpushare device plugin reports it (default %(default)s)")
