@@ -288,6 +288,9 @@ class KubeStandIn:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: without TCP_NODELAY the second waits for the client's delayed
+            # ACK (~40 ms per call), which the API server (Go's net/http) never does.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # quiet
                 pass
