@@ -48,19 +48,19 @@ std::string quantity_string(const json& v) {
 
 std::string pod_key(const std::string& ns, const std::string& name) { return (ns.empty() ? "default" : ns) + "/" + name; }
 
+bool iequals_ascii(std::string_view a, std::string_view b) noexcept {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [&](char x, char y) {
+           return lower(x) == lower(y);
+         });
+}
+
 const json* go_field(const json& j, std::string_view key) {
   if (!j.is_object()) return nullptr;
   auto it = j.find(key);
-  if (it == j.end()) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    for (it = j.begin(); it != j.end(); ++it) {
-      const std::string& k = it.key();
-      if (k.size() == key.size() && std::equal(k.begin(), k.end(), key.begin(), [&](char a, char b) {
-            return lower(a) == lower(b);
-          }))
-        break;
-    }
-  }
+  if (it == j.end())
+    for (it = j.begin(); it != j.end(); ++it)
+      if (iequals_ascii(it.key(), key)) break;
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 

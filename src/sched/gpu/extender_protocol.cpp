@@ -3,6 +3,9 @@
 // so the keys are the Go field names and decoding matches them ignoring case (go_field).
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 #include "extender_impl.hpp"
 #include "kubetune/core/error.hpp"
@@ -45,7 +48,10 @@ std::string pod_uid(const json& pod) {
 }
 
 /// Candidate node names of ExtenderArgs: NodeNames (nodeCacheCapable) or Nodes.items[].metadata.name.
-std::vector<std::string> candidate_names(const json& args, bool& by_names) {
+std::vector<std::string> candidate_names(ExtenderArgsView& view, bool& by_names) {
+  by_names = true;
+  if (view.names) return std::move(*view.names);
+  const json& args = view.rest;
   std::vector<std::string> names;
   const json* nn = go_field(args, "NodeNames");
   const json* nodes = go_field(args, "Nodes");
@@ -70,6 +76,140 @@ std::vector<std::string> candidate_names(const json& args, bool& by_names) {
       }
   }
   return names;
+}
+
+json parse_body(std::string_view body) {
+  try {
+    return json::parse(body);
+  } catch (const json::exception& e) {
+    KT_THROW(InvalidArgument, "request body is not JSON: ", e.what());
+  }
+}
+
+bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::size_t skip_space(std::string_view s, std::size_t i) {
+  while (i < s.size() && json_space(s[i])) ++i;
+  return i;
+}
+
+/// A top-level NodeNames array whose entries are all plain strings (printable ASCII, no escapes), found by a scan
+/// of the raw body: such strings need no decoding or UTF-8 check, so they are read here at memory speed rather than
+/// by nlohmann's lexer (a few ns a byte: most of a 5,000-name filter). `begin`/`end` delimit the array in the body.
+struct PlainNames {
+  std::size_t begin = 0, end = 0;
+  std::vector<std::string> names;
+};
+
+std::optional<PlainNames> plain_string_array(std::string_view s, std::size_t begin) {
+  auto plain = [](char c) { return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x80 &&
+                                   c != '"' && c != '\\'; };
+  PlainNames out;
+  out.begin = begin;
+  std::size_t i = skip_space(s, begin + 1);
+  for (bool first = true;; first = false) {
+    if (i < s.size() && s[i] == ']') {
+      out.end = i + 1;
+      return out;
+    }
+    if (!first) {
+      if (i >= s.size() || s[i] != ',') return std::nullopt;
+      i = skip_space(s, i + 1);
+    }
+    if (i >= s.size() || s[i] != '"') return std::nullopt;
+    const std::size_t start = ++i;
+    while (i < s.size() && plain(s[i])) ++i;
+    if (i >= s.size() || s[i] != '"') return std::nullopt;
+    out.names.emplace_back(s.substr(start, i - start));
+    i = skip_space(s, i + 1);
+  }
+}
+
+std::optional<PlainNames> plain_node_names(std::string_view s) {
+  int depth = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '[' || s[i] == '{') {
+      ++depth;
+    } else if (s[i] == ']' || s[i] == '}') {
+      --depth;
+    } else if (s[i] == '"') {
+      const std::size_t start = ++i;
+      while (i < s.size() && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
+      if (i >= s.size()) return std::nullopt;
+      if (depth != 1 || !iequals_ascii(s.substr(start, i - start), "NodeNames")) continue;
+      std::size_t j = skip_space(s, i + 1);
+      if (j >= s.size() || s[j] != ':') continue;  // a string value, not a key
+      j = skip_space(s, j + 1);
+      return j < s.size() && s[j] == '[' ? plain_string_array(s, j) : std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+/// The body parsed for filter / prioritize. Plain NodeNames are read by the scan and the parser sees "[]" in their
+/// place; anything else (escaped names, several keys that Go would match as NodeNames, a body that does not parse)
+/// is parsed whole, so its errors and its reading are exactly the DOM's.
+ExtenderArgsView parse_extender_args(std::string_view body) {
+  if (std::optional<PlainNames> plain = plain_node_names(body)) {
+    std::string rest;
+    rest.reserve(body.size() - (plain->end - plain->begin) + 2);
+    rest.append(body.substr(0, plain->begin)).append("[]").append(body.substr(plain->end));
+    json j = json::parse(rest, nullptr, /*allow_exceptions=*/false);
+    int keys = 0;
+    if (j.is_object())
+      for (const auto& kv : j.items()) keys += iequals_ascii(kv.key(), "NodeNames") ? 1 : 0;
+    if (keys == 1) return {std::move(j), std::move(plain->names)};
+  }
+  return {parse_body(body), std::nullopt};
+}
+
+/// Appends s as a JSON string, escaped as dump escapes it. Non-ASCII text goes through dump itself, which replaces
+/// invalid UTF-8 as every other reply does (node and model names may come from the library API, not from JSON).
+void append_json_string(std::string& out, std::string_view s) {
+  if (std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+    out += dump(json(std::string(s)));
+    return;
+  }
+  out += '"';
+  std::size_t run = 0;  // start of the bytes not yet appended
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s, run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default: {
+        constexpr char hex[] = "0123456789abcdef";
+        const char u[] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        out.append(u, sizeof u);
+      }
+    }
+  }
+  out.append(s, run, s.size() - run);
+  out += '"';
+}
+
+/// Appends {"key":"value",...} as a json object of these pairs dumps: keys sorted, the last of equal keys kept.
+void append_json_object(std::string& out, std::vector<std::pair<std::string_view, std::string_view>>& kv) {
+  std::stable_sort(kv.begin(), kv.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  out += '{';
+  bool first = true;
+  for (std::size_t k = 0; k < kv.size(); ++k) {
+    if (k + 1 < kv.size() && kv[k + 1].first == kv[k].first) continue;
+    out += first ? "" : ",";
+    first = false;
+    append_json_string(out, kv[k].first);
+    out += ':';
+    append_json_string(out, kv[k].second);
+  }
+  out += '}';
 }
 
 std::string gpu_index_annotation(const std::vector<int>& gpus) {
@@ -121,20 +261,19 @@ ExtenderReply Extender::handle(std::string_view verb, std::string_view body) {
     return {413, dump(json{{"Error", "request body of " + std::to_string(body.size()) + " bytes exceeds the limit of " +
                                          std::to_string(cfg_.max_body_bytes)}})};
   }
-  json args;
   try {
     const int depth = json_depth(body);
     KT_CHECK(depth <= cfg_.max_json_depth, InvalidArgument, "request JSON nests ", depth,
              " levels deep (limit ", cfg_.max_json_depth, ")");
-    try {
-      args = json::parse(body);
-    } catch (const json::exception& e) {
-      KT_THROW(InvalidArgument, "request body is not JSON: ", e.what());
+    if (v <= 1) {  // ExtenderArgs
+      ExtenderArgsView view = parse_extender_args(body);
+      KT_CHECK(view.rest.is_object(), InvalidArgument, "request body must be a JSON object");
+      if (v == 0) return {200, impl_->filter(cfg_, std::move(view))};
+      return {200, dump(impl_->prioritize(cfg_, std::move(view)))};
     }
+    const json args = parse_body(body);
     KT_CHECK(args.is_object(), InvalidArgument, "request body must be a JSON object");
     switch (v) {
-      case 0: return {200, dump(impl_->filter(cfg_, args))};
-      case 1: return {200, dump(impl_->prioritize(cfg_, args))};
       case 2: return {200, dump(impl_->bind(cfg_, args))};
       case 3: return {200, dump(impl_->preempt(cfg_, args))};
       default: return {200, dump(impl_->release(cfg_, args))};
@@ -158,12 +297,12 @@ std::string Extender::preempt(const std::string& body) { return handle("preempt"
 std::string Extender::release(const std::string& body) { return handle("release", body).body; }
 
 // ---------------------------------------------------------------- filter / prioritize
-json Extender::Impl::filter(const ExtenderConfig& cfg_, const json& args) {
-  const json& pod = pod_of(args, "ExtenderArgs");
+std::string Extender::Impl::filter(const ExtenderConfig& cfg_, ExtenderArgsView&& args) {
+  const json& pod = pod_of(args.rest, "ExtenderArgs");
   const Request r = request_from_pod(pod, cfg_);
   bool by_names = true;
   const std::vector<std::string> names = candidate_names(args, by_names);
-  json failed = json::object(), unresolvable = json::object(), kept = json::array();
+  std::vector<std::pair<std::string_view, std::string_view>> failed, unresolvable;  // node -> why
   std::shared_lock lock(alloc_mu);
   const double t = Impl::now();
   {
@@ -182,10 +321,11 @@ json Extender::Impl::filter(const ExtenderConfig& cfg_, const json& args) {
   std::vector<int> idx;
   std::vector<int> pos;  // position in `names` of each idx entry
   idx.reserve(names.size());
+  pos.reserve(names.size());
   for (std::size_t k = 0; k < names.size(); ++k) {
     const int i = a.cluster().find_node(names[k]);
     if (i < 0) {
-      unresolvable[names[k]] = "node unknown to kubetune-extender (no such Node, or not synced yet)";
+      unresolvable.emplace_back(names[k], "node unknown to kubetune-extender (no such Node, or not synced yet)");
     } else {
       idx.push_back(i);
       pos.push_back(static_cast<int>(k));
@@ -195,31 +335,42 @@ json Extender::Impl::filter(const ExtenderConfig& cfg_, const json& args) {
   std::vector<char> unres;
   const std::vector<int> ok = a.feasible_nodes(r, idx, &reasons, &unres);
   for (std::size_t k = 0; k < reasons.size(); ++k) {
-    const std::size_t colon = reasons[k].find(": ");
-    (unres[k] ? unresolvable : failed)[reasons[k].substr(0, colon)] = reasons[k].substr(colon + 2);
+    const std::string_view why = reasons[k];
+    const std::size_t colon = why.find(": ");
+    (unres[k] ? unresolvable : failed).emplace_back(why.substr(0, colon), why.substr(colon + 2));
   }
-  json out{{"FailedNodes", failed}, {"FailedAndUnresolvableNodes", unresolvable}, {"Error", ""}};
+  // ExtenderFilterResult, keys in the order json's std::map dumps them.
+  std::string out;
+  out.reserve(96 + 16 * ok.size() + 64 * (failed.size() + unresolvable.size()));
+  out += R"({"Error":"","FailedAndUnresolvableNodes":)";
+  append_json_object(out, unresolvable);
+  out += R"(,"FailedNodes":)";
+  append_json_object(out, failed);
   if (by_names) {
-    json keep = json::array();
-    for (int i : ok) keep.push_back(a.cluster().node(i).name);
-    out["NodeNames"] = std::move(keep);
-    out["Nodes"] = nullptr;
+    out += R"(,"NodeNames":[)";
+    for (std::size_t j = 0; j < ok.size(); ++j) {
+      if (j) out += ',';
+      append_json_string(out, a.cluster().node(ok[j]).name);
+    }
+    out += R"(],"Nodes":null})";
   } else {  // not nodeCacheCapable: the kept v1.Node objects, as sent
-    const json& items = *go_field(*go_field(args, "Nodes"), "items");
+    const json& items = *go_field(*go_field(args.rest, "Nodes"), "items");
+    json kept = json::array();
     std::size_t j = 0;
     for (std::size_t k = 0; k < idx.size() && j < ok.size(); ++k)
       if (idx[k] == ok[j]) {
         kept.push_back(items[static_cast<std::size_t>(pos[k])]);
         ++j;
       }
-    out["Nodes"] = json{{"metadata", json::object()}, {"items", std::move(kept)}};
-    out["NodeNames"] = nullptr;
+    out += R"(,"NodeNames":null,"Nodes":)";
+    out += dump(json{{"metadata", json::object()}, {"items", std::move(kept)}});
+    out += '}';
   }
   return out;
 }
 
-json Extender::Impl::prioritize(const ExtenderConfig& cfg_, const json& args) {
-  const Request r = request_from_pod(pod_of(args, "ExtenderArgs"), cfg_);
+json Extender::Impl::prioritize(const ExtenderConfig& cfg_, ExtenderArgsView&& args) {
+  const Request r = request_from_pod(pod_of(args.rest, "ExtenderArgs"), cfg_);
   bool by_names = true;
   const std::vector<std::string> names = candidate_names(args, by_names);
   std::shared_lock lock(alloc_mu);

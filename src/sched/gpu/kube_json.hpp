@@ -18,6 +18,8 @@ NodeSpec node_spec_from_kube_node(const nlohmann::json& node, std::int64_t gpu_m
 std::vector<int> unhealthy_gpus_of_kube_node(const nlohmann::json& node, int num_gpus);
 Request request_from_pod(const nlohmann::json& pod, const ExtenderConfig& cfg);
 
+/// a == b ignoring ASCII case (how Go's encoding/json matches field names).
+bool iequals_ascii(std::string_view a, std::string_view b) noexcept;
 /// Member `key` of object j, matched as Go's encoding/json matches field names (exact first, then ignoring ASCII
 /// case: kube-scheduler's structs have no JSON tags); nullptr when absent or null.
 const nlohmann::json* go_field(const nlohmann::json& j, std::string_view key);

@@ -348,3 +348,52 @@ TEST(ExtenderState, MetricsNameEveryGauge) {
                            "# TYPE kubetune_extender_placements gauge"})
     EXPECT_NE(m.find(name), std::string::npos) << name;
 }
+
+TEST(ExtenderProtocol, FilterFastPathMatchesTheDomReplyByteForByte) {
+  auto ex = synced({kube_node("big", 2, 16), kube_node("small", 1, 8), kube_node("full", 1, 16)});
+  ASSERT_EQ(json::parse(ex->filter(filter_args(kube_pod("hog", 16), {"full"}).dump()))["Error"], "");
+  ASSERT_EQ(json::parse(ex->bind(bind_args("hog", "full").dump()))["Error"], "");
+  const std::string pod = kube_pod("p", 12).dump();
+  const std::string unknown = "node unknown to kubetune-extender (no such Node, or not synced yet)";
+  auto expected = [&](const json& unresolvable) {
+    return json{{"FailedNodes", {{"full", "insufficient GPU resources"}}},
+                {"FailedAndUnresolvableNodes", unresolvable},
+                {"Error", ""},
+                {"NodeNames", {"big", "big"}},
+                {"Nodes", nullptr}}
+        .dump();
+  };
+  // Plain names (read without the JSON lexer), a mixed-case key, a repeated node.
+  EXPECT_EQ(ex->filter(R"({"Pod":)" + pod + R"(, "nodeNames" : [ "small","big" ,"full","ghost", "big" ]})"),
+            expected({{"small", "insufficient GPU resources"}, {"ghost", unknown}}));
+  // Names needing escapes (through the SAX handler); the reply escapes them as dump does.
+  EXPECT_EQ(ex->filter(R"({"nODENAMES":["small","big","full","gh\"o\\st","t\u001fb\tc","big"],"Pod":)" + pod + "}"),
+            expected({{"small", "insufficient GPU resources"}, {"gh\"o\\st", unknown}, {"t\x1f" "b\tc", unknown}}));
+  // Two NodeNames keys: the exact spelling wins, as go_field reads the DOM.
+  json f = json::parse(ex->filter(R"({"Pod":)" + pod + R"(,"nodenames":["small"],"NodeNames":["big"]})"));
+  EXPECT_EQ(f["NodeNames"], json::array({"big"}));
+  // A null NodeNames is absent: the v1.NodeList is read.
+  f = json::parse(ex->filter(R"({"Pod":)" + pod + R"(,"NodeNames":null,"Nodes":{"items":[)" +
+                             kube_node("big", 2, 16).dump() + "]}}"));
+  EXPECT_TRUE(f["NodeNames"].is_null());
+  EXPECT_EQ(f["Nodes"]["items"], json::array({kube_node("big", 2, 16)}));
+  // A non-string entry, after plain or escaped names, is a bad request naming it.
+  for (const std::string names : {R"(["big", 7])", R"(["a\"b", {"x": 1}])"}) {
+    const ExtenderReply r = ex->handle("filter", R"({"Pod":)" + pod + R"(,"nodeNames":)" + names + "}");
+    EXPECT_EQ(r.status, 400) << names;
+    EXPECT_NE(json::parse(r.body)["Error"].get<std::string>().find("ExtenderArgs NodeNames entry"), std::string::npos)
+        << r.body;
+  }
+  // A syntax error after plain names is reported at its place in the body, as json::parse reports it.
+  const std::string broken = R"({"Pod":)" + pod + R"(,"NodeNames":["big","small"]} x)";
+  const std::string parse_error = [&] {
+    try {
+      return json::parse(broken).dump();
+    } catch (const json::exception& e) {
+      return std::string(e.what());
+    }
+  }();
+  const ExtenderReply r = ex->handle("filter", broken);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["Error"], "request body is not JSON: " + parse_error);
+}
