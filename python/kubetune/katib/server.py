@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
 from concurrent import futures
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from kubeflow.katib import katib_api_pb2 as pb
 from kubeflow.katib import katib_api_pb2_grpc as pb_grpc
+
+from .._cli import LOG_LEVELS, StopSignal, setup_logging
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_PORT", "main", "serve"]
 
@@ -84,34 +84,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES,
                    help="largest request accepted (default %(default)s)")
     p.add_argument("--grace", type=float, default=5.0, help="seconds in-flight calls get at shutdown")
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+    p.add_argument("--log-level", default="INFO", choices=LOG_LEVELS,
                    help="stderr log level (default %(default)s)")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(args.log_level)
     try:
         server, port = serve(args.port, host=args.host, max_workers=args.max_workers,
                              max_message_bytes=args.max_message_bytes)
     except (ValueError, OSError) as exc:
         _log.error("%s", exc)
         return 2
-    stop = threading.Event()
-    received: List[int] = []
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        received.append(signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = StopSignal()
     # Readiness line for wrappers and tests (stdout: the port actually bound).
     print(f"kubetune-katib listening on port {port}", flush=True)
-    stop.wait()
-    _log.info("signal %d: stopping (grace %.1f s)", received[0], args.grace)
+    _log.info("signal %d: stopping (grace %.1f s)", stop.wait(), args.grace)
     server.stop(args.grace).wait()
     server.kubetune_early_stopping.close()  # DB manager channels, Kubernetes client
     return 0

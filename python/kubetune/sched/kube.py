@@ -14,7 +14,6 @@ import functools
 import json
 import logging
 import math
-import signal
 import socket
 import sys
 import threading
@@ -28,6 +27,7 @@ from kubernetes import watch as kwatch
 from kubernetes.client.exceptions import ApiException
 
 from .. import _kubetune
+from .._cli import LOG_LEVELS, StopSignal, setup_logging
 from . import ExtenderServer
 
 _native = _kubetune.sched
@@ -370,7 +370,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="kubeconfig file (default: in-cluster service account, else ~/.kube/config)")
     api.add_argument("--api-server", metavar="URL", type=_http_url,
                      help="API server URL without credentials (kubectl proxy, tests)")
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+    p.add_argument("--log-level", default="INFO", choices=LOG_LEVELS,
                    help="stderr log level (default %(default)s)")
     p.add_argument("--max-body-bytes", type=_positive(int), default=64 << 20,
                    help="largest request body accepted (default %(default)s)")
@@ -398,8 +398,7 @@ def _kube_configuration(args: argparse.Namespace) -> kclient.Configuration:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(args.log_level)
     try:
         cfg = _kube_configuration(args)
         extender = _native.Extender(policy=args.policy, gpu_mem_unit_mib=1024 if args.gpu_mem_unit == "GiB" else 1,
@@ -414,15 +413,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(str(exc))
     api = kclient.CoreV1Api(kclient.ApiClient(cfg))
     extender.set_writer(KubeWriter(api))
-    stop = threading.Event()
-    received: List[int] = []
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        received.append(signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = StopSignal()
     try:
         server.start()  # liveness at once; /readyz turns 200 after the first sync
     except (OSError, RuntimeError) as exc:
@@ -431,8 +422,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sync = ClusterSync(extender, api).start()
     # Readiness line for wrappers and tests (stdout: the address actually bound).
     print(f"kubetune-extender listening on {server.url} (API server {cfg.host})", flush=True)
-    stop.wait()
-    _log.info("signal %d: stopping", received[0])
+    _log.info("signal %d: stopping", stop.wait())
     sync.stop()
     server.stop()
     return 0

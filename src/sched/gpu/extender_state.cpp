@@ -1,6 +1,7 @@
 // The extender's cluster state from the Kubernetes API: a full sync from node and pod lists, watch events, the
 // allocator rebuilt (placements pinned) when nodes change, pending-pod expiry, status and Prometheus metrics.
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "extender_impl.hpp"
@@ -53,28 +54,6 @@ struct SeenPod {
   int mig_start = -1;
 };
 
-std::vector<int> int_list(const std::string& s, const char* what, const std::string& pod) {
-  std::vector<int> out;
-  std::size_t from = 0;
-  while (from <= s.size() && !s.empty()) {
-    std::size_t to = s.find(',', from);
-    if (to == std::string::npos) to = s.size();
-    const std::string item = s.substr(from, to - from);
-    std::size_t pos = 0;
-    int v = -1;
-    try {
-      v = std::stoi(item, &pos);
-    } catch (...) {
-      pos = 0;
-    }
-    KT_CHECK(pos == item.size() && !item.empty() && v >= 0, InvalidArgument, "pod ", pod, ": annotation ", what,
-             " = '", s, "' is not a list of non-negative integers");
-    out.push_back(v);
-    from = to + 1;
-  }
-  return out;
-}
-
 SeenPod seen_pod(const json& pod, const ExtenderConfig& cfg) {
   SeenPod s;
   const json* meta = go_field(pod, "metadata");
@@ -91,10 +70,11 @@ SeenPod seen_pod(const json& pod, const ExtenderConfig& cfg) {
   s.req = request_from_pod(pod, cfg);
   s.gpu = s.req.gpu_count > 0;
   if (const json* anno = go_field(*meta, "annotations"); anno && anno->is_object()) {
-    const std::string idx = str_at(*anno, kAnnoGpuIndex);
-    if (!idx.empty()) s.gpus = int_list(idx, kAnnoGpuIndex, s.key);
-    const std::string mig = str_at(*anno, kAnnoMigStart);
-    if (!mig.empty()) s.mig_start = int_list(mig, kAnnoMigStart, s.key).at(0);
+    constexpr int kAny = std::numeric_limits<int>::max();  // place_pinned checks the range on the node
+    s.gpus = index_list(str_at(*anno, kAnnoGpuIndex), kAny, "pod " + s.key + ": annotation " + kAnnoGpuIndex);
+    const std::vector<int> mig =
+        index_list(str_at(*anno, kAnnoMigStart), kAny, "pod " + s.key + ": annotation " + kAnnoMigStart);
+    if (!mig.empty()) s.mig_start = mig[0];
   }
   return s;
 }

@@ -17,6 +17,9 @@ NodeSpec node_spec_from_kube_node(const nlohmann::json& node, std::int64_t gpu_m
 /// entry (not an integer, out of [0, num_gpus)).
 std::vector<int> unhealthy_gpus_of_kube_node(const nlohmann::json& node, int num_gpus);
 Request request_from_pod(const nlohmann::json& pod, const ExtenderConfig& cfg);
+/// "1, 3" -> {1, 3} (spaces and empty items ignored); InvalidArgument naming `what` for an entry that is not an
+/// integer in [0, limit).
+std::vector<int> index_list(const std::string& text, int limit, const std::string& what);
 
 /// a == b ignoring ASCII case (how Go's encoding/json matches field names).
 bool iequals_ascii(std::string_view a, std::string_view b) noexcept;

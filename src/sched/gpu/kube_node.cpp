@@ -118,32 +118,36 @@ NodeSpec node_spec_from_kube_node(const json& n, std::int64_t gpu_mem_unit_mib) 
   return s;
 }
 
-std::vector<int> unhealthy_gpus_of_kube_node(const json& n, int num_gpus) {
-  const json meta = object_at(n, "metadata", "node");
-  const std::string v = label(object_at(meta, "annotations", "metadata"), kAnnoUnhealthyGpus);
+std::vector<int> index_list(const std::string& text, int limit, const std::string& what) {
   std::vector<int> out;
   std::size_t from = 0;
-  while (from < v.size()) {
-    std::size_t to = v.find(',', from);
-    if (to == std::string::npos) to = v.size();
-    std::string item = v.substr(from, to - from);
+  while (from < text.size()) {
+    std::size_t to = text.find(',', from);
+    if (to == std::string::npos) to = text.size();
+    std::string item = text.substr(from, to - from);
     item.erase(0, item.find_first_not_of(' '));
     item.erase(item.find_last_not_of(' ') + 1);
     if (!item.empty()) {
       std::size_t pos = 0;
-      int g = -1;
+      int v = -1;
       try {
-        g = std::stoi(item, &pos);
+        v = std::stoi(item, &pos);
       } catch (...) {
         pos = 0;
       }
-      KT_CHECK(pos == item.size() && g >= 0 && g < num_gpus, InvalidArgument, "annotation ", kAnnoUnhealthyGpus,
-               " = '", v, "': '", item, "' is not a GPU index in [0, ", num_gpus, ")");
-      out.push_back(g);
+      KT_CHECK(pos == item.size() && v >= 0 && v < limit, InvalidArgument, what, " = '", text, "': '", item,
+               "' is not an index in [0, ", limit, ")");
+      out.push_back(v);
     }
     from = to + 1;
   }
   return out;
+}
+
+std::vector<int> unhealthy_gpus_of_kube_node(const json& n, int num_gpus) {
+  const json meta = object_at(n, "metadata", "node");
+  return index_list(label(object_at(meta, "annotations", "metadata"), kAnnoUnhealthyGpus), num_gpus,
+                    std::string("annotation ") + kAnnoUnhealthyGpus);
 }
 
 }  // namespace kubetune::sched::gpu
