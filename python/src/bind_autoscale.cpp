@@ -44,6 +44,10 @@ struct KpaFleet {
   std::vector<as::ScaleResult> out;
 };
 
+struct HpaFleet {
+  std::vector<as::HpaController> hpas;
+};
+
 std::vector<std::optional<std::int32_t>> proposals_from(const py::sequence& seq) {
   std::vector<std::optional<std::int32_t>> p;
   for (auto h : seq) {
@@ -373,11 +377,38 @@ void bind_autoscale(py::module_& parent) {
            py::arg("sync_period") = 15.0)
       RW(as::HpaControllerConfig, downscale_stabilization_window) RW(as::HpaControllerConfig, tolerance)
       RW(as::HpaControllerConfig, sync_period);
+  py::enum_<as::HpaConditionType>(m, "HpaConditionType")
+      .value("able_to_scale", as::HpaConditionType::kAbleToScale)
+      .value("scaling_active", as::HpaConditionType::kScalingActive)
+      .value("scaling_limited", as::HpaConditionType::kScalingLimited);
+  py::class_<as::HpaCondition>(m, "HpaCondition", "One HPA status condition (upstream reason and message)")
+      .def_property_readonly("type", [](const as::HpaCondition& c) { return std::string(as::to_string(c.type)); })
+      .def_readonly("status", &as::HpaCondition::status)
+      .def_readonly("reason", &as::HpaCondition::reason)
+      .def_readonly("message", &as::HpaCondition::message)
+      .def("__repr__", [](const as::HpaCondition& c) {
+        return std::string("HpaCondition(") + as::to_string(c.type) + "=" + (c.status ? "True" : "False") + ", " +
+               c.reason + ")";
+      });
   py::class_<as::HpaDecision>(m, "HpaDecision")
       .def_readonly("desired_replicas", &as::HpaDecision::desired_replicas)
       .def_readonly("rescale", &as::HpaDecision::rescale)
       .def_readonly("metric_desired_replicas", &as::HpaDecision::metric_desired_replicas)
-      .def_readonly("reason", &as::HpaDecision::reason);
+      .def_readonly("reason", &as::HpaDecision::reason)
+      .def_readonly("conditions", &as::HpaDecision::conditions)
+      .def(
+          "condition",
+          [](const as::HpaDecision& d, as::HpaConditionType t) -> std::optional<as::HpaCondition> {
+            const as::HpaCondition* c = d.condition(t);
+            return c ? std::optional<as::HpaCondition>(*c) : std::nullopt;
+          },
+          py::arg("type"), "The condition of `type` this reconcile set, or None")
+      .def("to_json", &as::HpaDecision::to_json);
+  py::class_<as::HpaController::Recommendation>(m, "HpaRecommendation", "A timestamped replica recommendation")
+      .def(py::init([](std::int32_t replicas, double time) { return as::HpaController::Recommendation{replicas, time}; }),
+           py::arg("replicas"), py::arg("time"))
+      .def_readwrite("replicas", &as::HpaController::Recommendation::replicas)
+      .def_readwrite("time", &as::HpaController::Recommendation::time);
   py::class_<as::HpaController>(m, "HpaController", "HPA controller state machine for one HPA")
       .def(py::init<const as::HpaSpec&, const as::HpaControllerConfig&>(), py::arg("spec"),
            py::arg("config") = as::HpaControllerConfig{})
@@ -388,7 +419,41 @@ void bind_autoscale(py::module_& parent) {
           },
           py::arg("now"), py::arg("current_replicas"), py::arg("proposals"),
           "proposals: one per metric, an int, a ReplicaResult, or None for a failed metric")
-      .def("tolerances", &as::HpaController::tolerances);
+      .def("tolerances", &as::HpaController::tolerances)
+      .def_property_readonly("recommendations", &as::HpaController::recommendations)
+      .def("set_recommendations", &as::HpaController::set_recommendations, py::arg("recommendations"),
+           "Replace the recommendation history (e.g. restored after a restart); [] stays empty");
+  py::class_<HpaFleet>(m, "HpaFleet", "Many HPAs with one spec, reconciled in one batch call (numpy in and out)")
+      .def(py::init([](const as::HpaSpec& spec, std::size_t n, const as::HpaControllerConfig& config) {
+             auto f = std::make_unique<HpaFleet>();
+             f->hpas.assign(n, as::HpaController(spec, config));
+             return f;
+           }),
+           py::arg("spec"), py::arg("n"), py::arg("config") = as::HpaControllerConfig{})
+      .def("__len__", [](const HpaFleet& f) { return f.hpas.size(); })
+      .def(
+          "reconcile",
+          [](HpaFleet& f, double now, py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> current,
+             py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> proposals, int threads) {
+            const std::size_t n = f.hpas.size();
+            KT_CHECK(static_cast<std::size_t>(current.size()) == n && static_cast<std::size_t>(proposals.size()) == n,
+                     InvalidArgument, "current_replicas and proposals must each have ", n, " entries (got ",
+                     current.size(), ", ", proposals.size(), ")");
+            py::array_t<std::int32_t> desired(n);
+            py::array_t<std::uint8_t> rescale(n);
+            {
+              auto* d = desired.mutable_data();
+              auto* r = rescale.mutable_data();
+              py::gil_scoped_release nogil;
+              as::hpa_reconcile_batch(f.hpas.data(), n, now, current.data(), proposals.data(), d, r, threads);
+            }
+            py::dict out;
+            out["desired_replicas"] = desired;
+            out["rescale"] = rescale.attr("astype")("bool");
+            return out;
+          },
+          py::arg("now"), py::arg("current_replicas"), py::arg("proposals"), py::arg("threads") = 1,
+          "One reconcile of every HPA; proposals[i] < 0 marks HPA i's metric as failed");
 
   // -------------------------------------------------------------------------------------------- queueing
   m.def("erlang_b", &as::erlang_b, py::arg("servers"), py::arg("load"));

@@ -1,4 +1,5 @@
 // C API of the autoscale module: KPA fleet (batch decide), HPA controller, queueing, simulation.
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -21,8 +22,39 @@ struct kt_hpa {
   as::HpaController controller;
 };
 
+struct kt_hpa_fleet {
+  std::vector<as::HpaController> hpas;
+};
+
 namespace {
 const char* or_empty(const char* s) { return s ? s : "{}"; }
+
+// controller_json of kt_hpa_create / kt_hpa_fleet_create: NULL or any subset of the HpaControllerConfig keys.
+as::HpaControllerConfig controller_config(const char* controller_json) {
+  as::HpaControllerConfig cc;
+  if (!controller_json) return cc;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(controller_json);
+    if (j.contains("downscale_stabilization_window"))
+      j.at("downscale_stabilization_window").get_to(cc.downscale_stabilization_window);
+    if (j.contains("tolerance")) j.at("tolerance").get_to(cc.tolerance);
+    if (j.contains("sync_period")) j.at("sync_period").get_to(cc.sync_period);
+  } catch (const nlohmann::json::exception& e) {
+    KT_THROW(InvalidArgument, "controller JSON: ", e.what());
+  }
+  return cc;
+}
+
+// The proposals of kt_hpa_reconcile*: valid[i] == 0 (or valid == NULL: none) marks metric i as failed.
+as::HpaDecision hpa_reconcile(kt_hpa* hpa, double now, int32_t current, size_t n, const int32_t* proposals,
+                              const uint8_t* valid) {
+  KT_CHECK(hpa, InvalidArgument, "hpa must not be NULL");
+  KT_CHECK(n == 0 || proposals, InvalidArgument, "proposals must not be NULL");
+  std::vector<std::optional<int32_t>> p(n);
+  for (size_t i = 0; i < n; ++i)
+    if (!valid || valid[i]) p[i] = proposals[i];
+  return hpa->controller.reconcile(now, current, p);
+}
 }  // namespace
 
 extern "C" {
@@ -93,19 +125,7 @@ KT_API int kt_hpa_create(const char* spec_json, const char* controller_json, kt_
   KT_API_BEGIN(err_out)
   KT_CHECK(out, InvalidArgument, "out must not be NULL");
   const as::HpaSpec spec = as::HpaSpec::from_json(or_empty(spec_json));
-  as::HpaControllerConfig cc;
-  if (controller_json) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(controller_json);
-      if (j.contains("downscale_stabilization_window"))
-        j.at("downscale_stabilization_window").get_to(cc.downscale_stabilization_window);
-      if (j.contains("tolerance")) j.at("tolerance").get_to(cc.tolerance);
-      if (j.contains("sync_period")) j.at("sync_period").get_to(cc.sync_period);
-    } catch (const nlohmann::json::exception& e) {
-      KT_THROW(InvalidArgument, "controller JSON: ", e.what());
-    }
-  }
+  const as::HpaControllerConfig cc = controller_config(controller_json);
   *out = new kt_hpa{as::HpaController(spec, cc)};
   KT_API_END(err_out)
 }
@@ -116,14 +136,42 @@ KT_API int kt_hpa_reconcile(kt_hpa* hpa, double now, int32_t current_replicas, s
                             const int32_t* proposals, const uint8_t* valid, int32_t* desired_out, int* rescale_out,
                             char** err_out) {
   KT_API_BEGIN(err_out)
-  KT_CHECK(hpa && desired_out, InvalidArgument, "hpa and desired_out must not be NULL");
-  KT_CHECK(n_metrics == 0 || proposals, InvalidArgument, "proposals must not be NULL");
-  std::vector<std::optional<int32_t>> p(n_metrics);
-  for (size_t i = 0; i < n_metrics; ++i)
-    if (!valid || valid[i]) p[i] = proposals[i];
-  const as::HpaDecision d = hpa->controller.reconcile(now, current_replicas, p);
+  KT_CHECK(desired_out, InvalidArgument, "desired_out must not be NULL");
+  const as::HpaDecision d = hpa_reconcile(hpa, now, current_replicas, n_metrics, proposals, valid);
   *desired_out = d.desired_replicas;
   if (rescale_out) *rescale_out = d.rescale ? 1 : 0;
+  KT_API_END(err_out)
+}
+
+KT_API int kt_hpa_reconcile_json(kt_hpa* hpa, double now, int32_t current_replicas, size_t n_metrics,
+                                 const int32_t* proposals, const uint8_t* valid, char** decision_json,
+                                 char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(decision_json, InvalidArgument, "decision_json must not be NULL");
+  *decision_json =
+      kubetune::capi::dup_string(hpa_reconcile(hpa, now, current_replicas, n_metrics, proposals, valid).to_json());
+  KT_API_END(err_out)
+}
+
+KT_API int kt_hpa_fleet_create(const char* spec_json, const char* controller_json, size_t n, kt_hpa_fleet** out,
+                               char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out, InvalidArgument, "out must not be NULL");
+  auto f = std::make_unique<kt_hpa_fleet>();
+  f->hpas.assign(n, as::HpaController(as::HpaSpec::from_json(or_empty(spec_json)), controller_config(controller_json)));
+  *out = f.release();
+  KT_API_END(err_out)
+}
+
+KT_API void kt_hpa_fleet_free(kt_hpa_fleet* fleet) { delete fleet; }
+
+KT_API int kt_hpa_fleet_reconcile(kt_hpa_fleet* fleet, double now, size_t n, const int32_t* current_replicas,
+                                  const int32_t* proposals, int32_t* desired_out, uint8_t* rescale_out, int threads,
+                                  char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(fleet, InvalidArgument, "fleet must not be NULL");
+  KT_CHECK(n == fleet->hpas.size(), InvalidArgument, "n = ", n, " must equal the fleet size ", fleet->hpas.size());
+  as::hpa_reconcile_batch(fleet->hpas.data(), n, now, current_replicas, proposals, desired_out, rescale_out, threads);
   KT_API_END(err_out)
 }
 

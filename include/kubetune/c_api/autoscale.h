@@ -40,6 +40,24 @@ KT_API void kt_hpa_free(kt_hpa* hpa);
 KT_API int kt_hpa_reconcile(kt_hpa* hpa, double now, int32_t current_replicas, size_t n_metrics,
                             const int32_t* proposals, const uint8_t* valid, int32_t* desired_out, int* rescale_out,
                             char** err_out);
+/* As kt_hpa_reconcile, returning the whole decision as JSON (free with kt_free_string):
+ * {"desired_replicas", "rescale", "metric_desired_replicas", "reason", "conditions": [{"type": "AbleToScale" |
+ * "ScalingActive" | "ScalingLimited", "status": "True" | "False", "reason", "message"}]} with the status
+ * conditions (and upstream's reasons, e.g. ScaleUpLimit, TooManyReplicas) this reconcile set. */
+KT_API int kt_hpa_reconcile_json(kt_hpa* hpa, double now, int32_t current_replicas, size_t n_metrics,
+                                 const int32_t* proposals, const uint8_t* valid, char** decision_json,
+                                 char** err_out);
+
+/* Batch form: n HPAs with one spec and controller config, reconciled in one call (one metric each). */
+typedef struct kt_hpa_fleet kt_hpa_fleet;
+KT_API int kt_hpa_fleet_create(const char* spec_json, const char* controller_json, size_t n, kt_hpa_fleet** out,
+                               char** err_out);
+KT_API void kt_hpa_fleet_free(kt_hpa_fleet* fleet);
+/* proposals[i] < 0 marks HPA i's metric as failed; desired_out / rescale_out are caller-allocated arrays of n
+ * entries (either may be NULL). `threads` <= 0: all hardware threads. */
+KT_API int kt_hpa_fleet_reconcile(kt_hpa_fleet* fleet, double now, size_t n, const int32_t* current_replicas,
+                                  const int32_t* proposals, int32_t* desired_out, uint8_t* rescale_out, int threads,
+                                  char** err_out);
 
 /* ---- Queueing ---------------------------------------------------------------------------------------- */
 

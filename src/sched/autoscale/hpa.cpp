@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/parallel.hpp"
 
 namespace kubetune::sched::autoscale {
 
@@ -242,6 +243,16 @@ ReplicaResult object_value_replicas(std::int32_t current, std::int64_t usage, st
                                    usage);
 }
 
+namespace {
+// replica_calculator.go GetExternalPerPodMetricReplicas: a usage saturated at MaxInt64 is reported as is rather
+// than divided, and ceil(usage / replicas) would not fit an int64 anyway once the double rounds up to 2^63.
+std::int64_t per_pod_usage(std::int64_t usage, std::int32_t status_replicas) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  if (static_cast<double>(usage) >= static_cast<double>(kMax)) return kMax;
+  return static_cast<std::int64_t>(std::ceil(static_cast<double>(usage) / status_replicas));
+}
+}  // namespace
+
 ReplicaResult object_average_value_replicas(std::int32_t status_replicas, std::int64_t usage,
                                             std::int64_t target_average, const Tolerances& tol) {
   KT_CHECK(target_average > 0, InvalidArgument, "target_average = ", target_average, " must be > 0");
@@ -250,7 +261,7 @@ ReplicaResult object_average_value_replicas(std::int32_t status_replicas, std::i
   std::int32_t replicas = status_replicas;
   const double ratio = static_cast<double>(usage) / (static_cast<double>(target_average) * status_replicas);
   if (!tol.is_within(ratio)) replicas = ceil_to_i32(static_cast<double>(usage) / static_cast<double>(target_average));
-  return ok(replicas, static_cast<std::int64_t>(std::ceil(static_cast<double>(usage) / status_replicas)));
+  return ok(replicas, per_pod_usage(usage, status_replicas));
 }
 
 ReplicaResult external_value_replicas(std::int32_t current, const std::vector<std::int64_t>& values,
@@ -458,17 +469,99 @@ HpaDecision HpaController::reconcile(double now, std::int32_t current, const std
   return reconcile(now, current, p);
 }
 
+namespace {
+// Condition texts of kubernetes pkg/controller/podautoscaler/horizontal.go.
+constexpr const char* kWithinRangeMsg = "the desired count is within the acceptable range";
+constexpr const char* kUpRateMsg = "the desired replica count is increasing faster than the maximum scale rate";
+constexpr const char* kDownRateMsg = "the desired replica count is decreasing faster than the maximum scale rate";
+constexpr const char* kTooManyMsg = "the desired replica count is more than the maximum replica count";
+constexpr const char* kTooFewMsg = "the desired replica count is less than the minimum replica count";
+constexpr const char* kReadyMsg = "recommended size matches current size";
+constexpr const char* kUpStabilizedMsg =
+    "recent recommendations were lower than current one, applying the lowest recent recommendation";
+constexpr const char* kDownStabilizedMsg =
+    "recent recommendations were higher than current one, applying the highest recent recommendation";
+
+// A replica count after the rate/bound rules, with the ScalingLimited reason that explains it.
+struct Limited {
+  std::int32_t replicas;
+  const char* reason;
+  const char* message;
+};
+
+// horizontal.go setCondition: replaces the condition of the same type, else appends.
+void set_condition(HpaDecision& d, HpaConditionType type, bool status, std::string reason, std::string message) {
+  for (HpaCondition& c : d.conditions) {
+    if (c.type == type) {
+      c = HpaCondition{type, status, std::move(reason), std::move(message)};
+      return;
+    }
+  }
+  d.conditions.push_back(HpaCondition{type, status, std::move(reason), std::move(message)});
+}
+
+// horizontal.go normalizeDesiredReplicas*: ScalingLimited is True when the rules changed the recommendation.
+void set_limited(HpaDecision& d, std::int32_t stabilized, const Limited& l) {
+  set_condition(d, HpaConditionType::kScalingLimited, l.replicas != stabilized, l.reason, l.message);
+}
+
+// horizontal.go convertDesiredReplicasWithRules: [min, min(max, max(2 x current, 4))].
+Limited legacy_limits(std::int32_t current, std::int32_t desired, std::int32_t min, std::int32_t max) {
+  const auto up_limit = static_cast<std::int32_t>(std::max(kScaleUpLimitFactor * current, kScaleUpLimitMinimum));
+  const bool rate_bound = max > up_limit;
+  const std::int32_t max_allowed = rate_bound ? up_limit : max;
+  if (desired < min) return {min, "TooFewReplicas", kTooFewMsg};
+  if (desired > max_allowed)
+    return {max_allowed, rate_bound ? "ScaleUpLimit" : "TooManyReplicas", rate_bound ? kUpRateMsg : kTooManyMsg};
+  return {desired, "DesiredWithinRange", kWithinRangeMsg};
+}
+}  // namespace
+
+const char* to_string(HpaConditionType t) {
+  switch (t) {
+    case HpaConditionType::kAbleToScale: return "AbleToScale";
+    case HpaConditionType::kScalingActive: return "ScalingActive";
+    case HpaConditionType::kScalingLimited: return "ScalingLimited";
+  }
+  return "?";
+}
+
+const HpaCondition* HpaDecision::condition(HpaConditionType type) const {
+  for (const HpaCondition& c : conditions)
+    if (c.type == type) return &c;
+  return nullptr;
+}
+
+std::string HpaDecision::to_json() const {
+  nlohmann::json conds = nlohmann::json::array();
+  for (const HpaCondition& c : conditions)
+    conds.push_back({{"type", to_string(c.type)}, {"status", c.status ? "True" : "False"}, {"reason", c.reason},
+                     {"message", c.message}});
+  return nlohmann::json{{"desired_replicas", desired_replicas}, {"rescale", rescale},
+                        {"metric_desired_replicas", metric_desired_replicas}, {"reason", reason},
+                        {"conditions", conds}}
+      .dump();
+}
+
+// kubernetes horizontal.go reconcileAutoscaler (+ computeReplicasForMetrics for the metric combination).
 HpaDecision HpaController::reconcile(double now, std::int32_t current,
                                      const std::vector<std::optional<std::int32_t>>& proposals) {
   KT_CHECK(current >= 0, InvalidArgument, "current_replicas = ", current, " must be >= 0");
   KT_CHECK(!proposals.empty(), InvalidArgument, "reconcile: at least one metric proposal is required");
-  if (recs_.empty()) recs_.push_back(Recommendation{current, now});  // recordInitialRecommendation
+  if (!history_started_) {  // recordInitialRecommendation
+    recs_.push_back(Recommendation{current, now});
+    history_started_ = true;
+  }
   HpaDecision d;
+  set_condition(d, HpaConditionType::kAbleToScale, true, "SucceededGetScale",
+                "the HPA controller was able to get the target's current scale");
   std::int32_t desired = 0;
   if (current == 0 && spec_.min_replicas != 0) {
     d.desired_replicas = 0;
     d.rescale = false;
     d.reason = "ScalingDisabled";
+    set_condition(d, HpaConditionType::kScalingActive, false, "ScalingDisabled",
+                  "scaling is disabled since the replica count of the target is zero");
     return d;
   }
   if (current > spec_.max_replicas) {
@@ -480,32 +573,52 @@ HpaDecision HpaController::reconcile(double now, std::int32_t current,
   } else {
     // computeReplicasForMetrics: max over valid metrics; invalid ones block everything but scale-up.
     std::int32_t replicas = 0;
-    std::size_t invalid = 0;
-    for (const auto& p : proposals) {
-      if (!p) {
+    std::size_t invalid = 0, best = 0;
+    for (std::size_t i = 0; i < proposals.size(); ++i) {
+      if (!proposals[i]) {
         ++invalid;
         continue;
       }
-      if (replicas == 0 || *p > replicas) replicas = *p;
+      if (replicas == 0 || *proposals[i] > replicas) {
+        replicas = *proposals[i];
+        best = i;
+      }
     }
     if (invalid >= proposals.size() || (invalid > 0 && replicas < current)) {
       d.desired_replicas = current;
       d.rescale = false;
       d.reason = "FailedComputeMetricsReplicas";
+      // Upstream's reason names the failed metric's type (FailedGetResourceMetric, ...), unknown here.
+      set_condition(d, HpaConditionType::kScalingActive, false, "FailedComputeMetricsReplicas",
+                    "the HPA was unable to compute the replica count: invalid metrics (" + std::to_string(invalid) +
+                        " invalid out of " + std::to_string(proposals.size()) + ")");
       return d;
     }
+    set_condition(d, HpaConditionType::kScalingActive, true, "ValidMetricFound",
+                  "the HPA was able to successfully calculate a replica count from metric " + std::to_string(best));
     d.metric_desired_replicas = replicas;
     if (replicas > desired) desired = replicas;
     d.reason = desired > current ? "metric above target" : desired < current ? "All metrics below target" : "";
-    desired = spec_.behavior ? normalize_with_behavior(now, current, desired) : normalize_legacy(now, current, desired);
+    desired = spec_.behavior ? normalize_with_behavior(now, current, desired, d)
+                             : normalize_legacy(now, current, desired, d);
   }
   d.rescale = desired != current;
   d.desired_replicas = d.rescale ? desired : current;
-  if (d.rescale) store_scale_event(now, current, desired);
+  if (d.rescale) {
+    set_condition(d, HpaConditionType::kAbleToScale, true, "SucceededRescale",
+                  "the HPA controller was able to update the target scale to " + std::to_string(desired));
+    store_scale_event(now, current, desired);
+  }
   return d;
 }
 
-std::int32_t HpaController::normalize_legacy(double now, std::int32_t current, std::int32_t desired) {
+void HpaController::set_recommendations(std::vector<Recommendation> recs) {
+  recs_ = std::move(recs);
+  history_started_ = true;
+}
+
+// horizontal.go normalizeDesiredReplicas + stabilizeRecommendation + convertDesiredReplicasWithRules.
+std::int32_t HpaController::normalize_legacy(double now, std::int32_t current, std::int32_t desired, HpaDecision& d) {
   // stabilizeRecommendation: max of the recommendations inside the downscale window.
   std::int32_t best = desired;
   bool found_old = false;
@@ -521,18 +634,19 @@ std::int32_t HpaController::normalize_legacy(double now, std::int32_t current, s
   }
   if (found_old) recs_[old_idx] = Recommendation{desired, now};
   else recs_.push_back(Recommendation{desired, now});
-  // convertDesiredReplicasWithRules: [min, min(max, max(2 x current, 4))].
-  const auto up_limit = static_cast<std::int32_t>(std::max(kScaleUpLimitFactor * current, kScaleUpLimitMinimum));
-  const std::int32_t max_allowed = std::min(spec_.max_replicas, up_limit);
-  if (best < spec_.min_replicas) return spec_.min_replicas;
-  if (best > max_allowed) return max_allowed;
-  return best;
+  if (best != desired) set_condition(d, HpaConditionType::kAbleToScale, true, "ScaleDownStabilized", kDownStabilizedMsg);
+  else set_condition(d, HpaConditionType::kAbleToScale, true, "ReadyForNewScale", kReadyMsg);
+  const Limited l = legacy_limits(current, best, spec_.min_replicas, spec_.max_replicas);
+  set_limited(d, best, l);
+  return l.replicas;
 }
 
-std::int32_t HpaController::normalize_with_behavior(double now, std::int32_t current, std::int32_t desired) {
+// horizontal.go normalizeDesiredReplicasWithBehaviors + stabilizeRecommendationWithBehaviors +
+// convertDesiredReplicasWithBehaviorRate.
+std::int32_t HpaController::normalize_with_behavior(double now, std::int32_t current, std::int32_t desired,
+                                                    HpaDecision& d) {
   const ScalingRules& up = spec_.behavior->scale_up;
   const ScalingRules& down = spec_.behavior->scale_down;
-  // stabilizeRecommendationWithBehaviors.
   const double up_cutoff = now - up.stabilization_window_seconds.value_or(0);
   const double down_cutoff = now - down.stabilization_window_seconds.value_or(0);
   std::int32_t up_rec = desired, down_rec = desired;
@@ -552,19 +666,58 @@ std::int32_t HpaController::normalize_with_behavior(double now, std::int32_t cur
   if (rec > down_rec) rec = down_rec;
   if (found_old) recs_[old_idx] = Recommendation{desired, now};
   else recs_.push_back(Recommendation{desired, now});
-  // convertDesiredReplicasWithBehaviorRate.
+  if (rec == desired) set_condition(d, HpaConditionType::kAbleToScale, true, "ReadyForNewScale", kReadyMsg);
+  else if (desired >= current) set_condition(d, HpaConditionType::kAbleToScale, true, "ScaleUpStabilized", kUpStabilizedMsg);
+  else set_condition(d, HpaConditionType::kAbleToScale, true, "ScaleDownStabilized", kDownStabilizedMsg);
+  Limited l{rec, "DesiredWithinRange", kWithinRangeMsg};
   if (rec > current) {
     std::int32_t limit = scale_up_limit(now, current, up_events_, down_events_, up);
     if (limit < current) limit = current;  // wait until old scale-up events leave the period
-    const std::int32_t max_allowed = std::min(spec_.max_replicas, limit);
-    if (rec > max_allowed) return max_allowed;
+    const bool rate_bound = spec_.max_replicas > limit;
+    const std::int32_t max_allowed = rate_bound ? limit : spec_.max_replicas;
+    if (rec > max_allowed)
+      l = {max_allowed, rate_bound ? "ScaleUpLimit" : "TooManyReplicas", rate_bound ? kUpRateMsg : kTooManyMsg};
   } else if (rec < current) {
     std::int32_t limit = scale_down_limit(now, current, up_events_, down_events_, down);
     if (limit > current) limit = current;
-    const std::int32_t min_allowed = std::max(spec_.min_replicas, limit);
-    if (rec < min_allowed) return min_allowed;
+    const bool rate_bound = spec_.min_replicas < limit;
+    const std::int32_t min_allowed = rate_bound ? limit : spec_.min_replicas;
+    if (rec < min_allowed)
+      l = {min_allowed, rate_bound ? "ScaleDownLimit" : "TooFewReplicas", rate_bound ? kDownRateMsg : kTooFewMsg};
   }
-  return rec;
+  set_limited(d, rec, l);
+  return l.replicas;
+}
+
+// The HPA controller reconciles each HPA independently (horizontal.go reconcileAutoscaler per key), so a batch
+// is the same reconcile per entry; the proposal vector is reused per thread.
+void hpa_reconcile_batch(HpaController* hpas, std::size_t n, double now, const std::int32_t* current,
+                         const std::int32_t* proposals, std::int32_t* desired_out, std::uint8_t* rescale_out,
+                         int threads) {
+  if (n == 0) return;
+  KT_CHECK(hpas && current && proposals, InvalidArgument, "hpa_reconcile_batch: null pointer with n = ", n);
+  // Checked up front: an exception must not leave an OpenMP region.
+  for (std::size_t i = 0; i < n; ++i)
+    KT_CHECK(current[i] >= 0, InvalidArgument, "current_replicas[", i, "] = ", current[i], " must be >= 0");
+  const auto one = [&](std::size_t i, std::vector<std::optional<std::int32_t>>& p) {
+    p[0] = proposals[i] < 0 ? std::nullopt : std::optional<std::int32_t>(proposals[i]);
+    const HpaDecision d = hpas[i].reconcile(now, current[i], p);
+    if (desired_out) desired_out[i] = d.desired_replicas;
+    if (rescale_out) rescale_out[i] = d.rescale ? 1 : 0;
+  };
+  const int t = threads == 1 ? 1 : core::resolve_threads(threads);
+  if (t == 1 || n < 4096) {
+    std::vector<std::optional<std::int32_t>> p(1);
+    for (std::size_t i = 0; i < n; ++i) one(i, p);
+    return;
+  }
+  const auto sn = static_cast<std::int64_t>(n);
+#pragma omp parallel num_threads(t)
+  {
+    std::vector<std::optional<std::int32_t>> p(1);
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < sn; ++i) one(static_cast<std::size_t>(i), p);
+  }
 }
 
 void HpaController::store_scale_event(double now, std::int32_t prev, std::int32_t next) {

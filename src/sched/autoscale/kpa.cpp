@@ -351,6 +351,12 @@ MetricTarget resolve_metric_target(const KpaConfig& c, const KpaRevision& r) {
   return MetricTarget{std::max(kTargetMin, total * tu), total};
 }
 
+// knative pkg/reconciler/autoscaling/resources/metric.go MakeMetric: Go's Duration.Round(time.Second) rounds
+// half away from zero, as std::round does.
+double resolve_panic_window(double stable_window, double panic_window_percentage) {
+  return std::max(kBucketSizeSeconds, std::round(stable_window * panic_window_percentage / 100.0));
+}
+
 std::int32_t resolve_initial_scale(const KpaConfig& c, const KpaRevision& r) {
   if (!r.initial_scale || (*r.initial_scale == 0 && !c.allow_zero_initial_scale)) return c.initial_scale;
   return *r.initial_scale;
@@ -360,11 +366,13 @@ void DeciderSpec::validate() const {
   KT_CHECK(max_scale_up_rate > 1.0, InvalidArgument, "max_scale_up_rate = ", max_scale_up_rate, " must be > 1");
   KT_CHECK(max_scale_down_rate > 1.0, InvalidArgument, "max_scale_down_rate = ", max_scale_down_rate, " must be > 1");
   KT_CHECK(target_value > 0, InvalidArgument, "target_value = ", target_value, " must be > 0");
-  KT_CHECK(total_value > 0, InvalidArgument, "total_value = ", total_value, " must be > 0");
+  // Upstream's DeciderSpec has no validation; zero total (no per-pod capacity) and zero stable window (panic ends
+  // on the next tick below the threshold) are legal there and in its tests (autoscaler_test.go).
+  KT_CHECK(total_value >= 0, InvalidArgument, "total_value = ", total_value, " must be >= 0");
   KT_CHECK(target_burst_capacity >= 0 || target_burst_capacity == -1, InvalidArgument, "target_burst_capacity = ",
            target_burst_capacity, " must be >= 0 or -1");
   KT_CHECK(panic_threshold > 0, InvalidArgument, "panic_threshold = ", panic_threshold, " must be > 0");
-  KT_CHECK(stable_window > 0, InvalidArgument, "stable_window = ", stable_window, " must be > 0");
+  KT_CHECK(stable_window >= 0, InvalidArgument, "stable_window = ", stable_window, " must be >= 0");
   KT_CHECK(scale_down_delay >= 0, InvalidArgument, "scale_down_delay = ", scale_down_delay, " must be >= 0");
   KT_CHECK(activator_capacity >= 1, InvalidArgument, "activator_capacity = ", activator_capacity, " must be >= 1");
   KT_CHECK(activation_scale >= 1, InvalidArgument, "activation_scale = ", activation_scale, " must be >= 1");
@@ -383,7 +391,7 @@ DeciderSpec make_decider_spec(const KpaConfig& c, const KpaRevision& r) {
   s.target_burst_capacity = r.target_burst_capacity.value_or(c.target_burst_capacity);
   s.panic_threshold = r.panic_threshold_percentage.value_or(c.panic_threshold_percentage) / 100.0;
   s.stable_window = r.window.value_or(c.stable_window);
-  s.panic_window = std::max(kBucketSizeSeconds, s.stable_window * r.panic_window_percentage.value_or(c.panic_window_percentage) / 100.0);
+  s.panic_window = resolve_panic_window(s.stable_window, r.panic_window_percentage.value_or(c.panic_window_percentage));
   s.scale_down_delay = r.scale_down_delay.value_or(c.scale_down_delay);
   s.initial_scale = resolve_initial_scale(c, r);
   s.reachable = r.reachable;
@@ -466,7 +474,9 @@ ScaleResult KpaDecider::decide(double now, std::int32_t ready_pods, double obser
     if (desired > max_panic_pods_) max_panic_pods_ = desired;  // never scale down while panicking
     desired = max_panic_pods_;
   }
-  if (delay_) {
+  // knative autoscaler.go Scale: the scale-down delay only holds reachable revisions, so an unreachable one
+  // (traffic moved to a newer revision) drops at once.
+  if (delay_ && s.reachable) {
     delay_->record(now, static_cast<double>(desired));
     desired = static_cast<std::int32_t>(delay_->current());
   }
@@ -535,9 +545,9 @@ Stat aggregate_scrape(double now, const std::vector<Stat>& sampled, std::int32_t
 KpaMetricCollector::KpaMetricCollector(double stable_window, double panic_window_percentage, Aggregation aggregation)
     : agg_(aggregation),
       conc_stable_(stable_window, kBucketSizeSeconds),
-      conc_panic_(std::max(kBucketSizeSeconds, stable_window * panic_window_percentage / 100.0), kBucketSizeSeconds),
+      conc_panic_(resolve_panic_window(stable_window, panic_window_percentage), kBucketSizeSeconds),
       rps_stable_(stable_window, kBucketSizeSeconds),
-      rps_panic_(std::max(kBucketSizeSeconds, stable_window * panic_window_percentage / 100.0), kBucketSizeSeconds) {
+      rps_panic_(resolve_panic_window(stable_window, panic_window_percentage), kBucketSizeSeconds) {
   KT_CHECK(panic_window_percentage > 0 && panic_window_percentage <= 100, InvalidArgument,
            "panic_window_percentage = ", panic_window_percentage, " must be in (0, 100]");
 }
@@ -577,7 +587,10 @@ KpaScaler::KpaScaler(const KpaConfig& config, const KpaRevision& revision, doubl
   rev_.validate();
   tbc_ = rev_.target_burst_capacity.value_or(cfg_.target_burst_capacity);
   stable_window_ = rev_.window.value_or(cfg_.stable_window);
-  retention_ = rev_.scale_to_zero_pod_retention_period.value_or(cfg_.scale_to_zero_pod_retention_period);
+  // kpa/scaler.go lastPodRetention: an unreachable revision keeps no last pod.
+  retention_ = rev_.reachable
+                   ? rev_.scale_to_zero_pod_retention_period.value_or(cfg_.scale_to_zero_pod_retention_period)
+                   : 0.0;
   initial_scale_ = resolve_initial_scale(cfg_, rev_);
   // A new revision's deployment is created at its initial scale.
   replicas_ = initial_replicas >= 0 ? initial_replicas : initial_scale_;
@@ -640,8 +653,9 @@ ScalerStep KpaScaler::reconcile(double now, const ScaleResult& decision, std::in
   bool applied = false;
   if (!(desired < 0 && state_ != PaState::kActivating)) {
     auto [mn, mx] = scale_bounds();
-    // Until the initial scale has been reached once, it acts as a lower bound.
-    if (initial_scale_ > 1 && !initialized_) mn = std::max(initial_scale_, mn);
+    // kpa/scaler.go scale: until the initial scale has been reached once it is a lower bound, except for an
+    // unreachable revision, which may drop to zero at once.
+    if (initial_scale_ > 1 && !initialized_ && rev_.reachable) mn = std::max(initial_scale_, mn);
     if (desired < mn) desired = mn;
     else if (mx != 0 && desired > mx) desired = mx;
     auto [w, apply] = handle_scale_to_zero(now, desired);

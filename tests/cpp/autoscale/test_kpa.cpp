@@ -425,7 +425,8 @@ TEST(KpaScaler, ActivationTimeout) {
   st = sc.reconcile(300, zero, 0);
   EXPECT_FALSE(st.applied);
   EXPECT_EQ(st.want, -1);
-  st = sc.reconcile(611, zero, 0);  // past progress deadline + buffer
+  EXPECT_FALSE(sc.reconcile(630, zero, 0).applied);  // exactly the timeout: not yet (strictly after)
+  st = sc.reconcile(631, zero, 0);  // past progress deadline 600 s + buffer 30 s
   EXPECT_TRUE(st.applied);
   EXPECT_EQ(st.replicas, 0);
   EXPECT_EQ(st.state, PaState::kInactive);

@@ -1,6 +1,7 @@
 // Kubernetes HorizontalPodAutoscaler maths: replica calculator, tolerances, behaviours and stabilisation.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -131,11 +132,31 @@ struct HpaControllerConfig {
   void validate() const;
 };
 
+/// HorizontalPodAutoscalerCondition types (autoscaling/v2).
+enum class HpaConditionType { kAbleToScale, kScalingActive, kScalingLimited };
+const char* to_string(HpaConditionType t);
+
+/// One status condition as the controller sets it (reason and message texts are upstream's).
+struct HpaCondition {
+  HpaConditionType type;
+  bool status;  // True / False
+  std::string reason;
+  std::string message;
+};
+
 struct HpaDecision {
   std::int32_t desired_replicas = 0;
   bool rescale = false;
   std::int32_t metric_desired_replicas = -1;  // max over valid metrics (-1: none / not computed)
   std::string reason;
+  /// The conditions this reconcile set, one per type at most, in the order upstream first sets them. A type
+  /// absent here keeps its previous value on the HPA object (upstream leaves it untouched too).
+  std::vector<HpaCondition> conditions;
+  /// The condition of `type` set by this reconcile, or nullptr.
+  const HpaCondition* condition(HpaConditionType type) const;
+  /// {"desired_replicas", "rescale", "metric_desired_replicas", "reason", "conditions": [{"type", "status":
+  /// "True"|"False", "reason", "message"}]}, the condition list in autoscaling/v2 spelling.
+  std::string to_json() const;
 };
 
 /// The HPA controller's per-HPA state machine (pkg/controller/podautoscaler/horizontal.go): records
@@ -145,7 +166,9 @@ struct HpaDecision {
 class HpaController {
  public:
   explicit HpaController(const HpaSpec& spec, const HpaControllerConfig& config = {});
-  /// One reconcile: `proposals` holds one entry per metric; nullopt marks a metric that failed.
+  /// One reconcile: `proposals` holds one entry per metric; nullopt marks a metric that failed. The decision
+  /// carries the AbleToScale / ScalingActive / ScalingLimited conditions upstream sets, assuming the scale
+  /// read and (when rescaling) the scale update succeed.
   HpaDecision reconcile(double now, std::int32_t current_replicas,
                         const std::vector<std::optional<std::int32_t>>& proposals);
   HpaDecision reconcile(double now, std::int32_t current_replicas, const std::vector<ReplicaResult>& proposals);
@@ -163,17 +186,29 @@ class HpaController {
     bool outdated;
   };
   const std::vector<Recommendation>& recommendations() const { return recs_; }
+  /// Replaces the recommendation history (upstream's per-HPA `recommendations`), e.g. restored after a restart.
+  /// An injected empty history stays empty: the first reconcile records no initial recommendation, as upstream
+  /// with a non-nil empty slice.
+  void set_recommendations(std::vector<Recommendation> recs);
 
  private:
-  std::int32_t normalize_legacy(double now, std::int32_t current, std::int32_t desired);
-  std::int32_t normalize_with_behavior(double now, std::int32_t current, std::int32_t desired);
+  std::int32_t normalize_legacy(double now, std::int32_t current, std::int32_t desired, HpaDecision& d);
+  std::int32_t normalize_with_behavior(double now, std::int32_t current, std::int32_t desired, HpaDecision& d);
   void store_scale_event(double now, std::int32_t prev, std::int32_t next);
 
   HpaSpec spec_;
   HpaControllerConfig cfg_;
   std::vector<Recommendation> recs_;
+  bool history_started_ = false;  // recordInitialRecommendation ran, or a history was injected
   std::vector<ScaleEvent> up_events_, down_events_;
 };
+
+/// Batch form: one reconcile of `n` HPAs at `now` with one metric proposal each (a negative proposal marks a
+/// failed metric), e.g. one sync period of a whole cluster. Writes the replica count to set and whether it
+/// changes (either output may be null). `threads` <= 0 means all hardware threads; 1 runs inline.
+void hpa_reconcile_batch(HpaController* hpas, std::size_t n, double now, const std::int32_t* current_replicas,
+                         const std::int32_t* proposals, std::int32_t* desired_out, std::uint8_t* rescale_out,
+                         int threads = 1);
 
 /// Proposed limits of behaviour policies (exposed for tests): the most replicas a scale-up may reach, and
 /// the fewest a scale-down may reach, given the scale events in the policies' periods before `now`.

@@ -31,8 +31,9 @@ inline constexpr double kBucketSizeSeconds = 1.0;
 inline constexpr double kTickIntervalSeconds = 2.0;
 /// Minimum number of activators in the data path (pkg/reconciler/autoscaling/kpa minActivators).
 inline constexpr std::int32_t kMinActivators = 2;
-/// Activation timeout = progress deadline (600 s default) + 10 s buffer (kpa/scaler.go).
-inline constexpr double kDefaultActivationTimeoutSeconds = 610.0;
+/// Activation timeout = progress deadline (pkg/deployment/config.go ProgressDeadlineDefault, 600 s) + the
+/// activationTimeoutBuffer of pkg/reconciler/autoscaling/kpa/scaler.go (30 s).
+inline constexpr double kDefaultActivationTimeoutSeconds = 630.0;
 
 /// Cluster-wide autoscaler settings (ConfigMap `config-autoscaler`), defaults as in Knative Serving 1.x
 /// (pkg/autoscaler/config/config.go). Durations in seconds; fractions, not percentages, where upstream stores
@@ -123,6 +124,9 @@ struct MetricTarget {
 MetricTarget resolve_metric_target(const KpaConfig& config, const KpaRevision& revision);
 /// Initial scale: revision value unless it is 0 and zero initial scale is not allowed (GetInitialScale).
 std::int32_t resolve_initial_scale(const KpaConfig& config, const KpaRevision& revision);
+/// Panic window in seconds: stable window * percentage / 100 rounded to whole seconds, at least one bucket
+/// (pkg/reconciler/autoscaling/resources/metric.go MakeMetric).
+double resolve_panic_window(double stable_window, double panic_window_percentage);
 DeciderSpec make_decider_spec(const KpaConfig& config, const KpaRevision& revision);
 
 /// One decision. `scale_valid == false` means "no data": the scaler must not act on desired_pod_count.
@@ -143,7 +147,7 @@ std::int32_t compute_num_activators(std::int32_t ready_pods, const DeciderSpec& 
 /// revision is unreachable); panic starts when ceil(panic / target) / max(1, ready) >= panic threshold, is
 /// extended while over it and ends one stable window after the last time over it; while panicking the
 /// count never decreases; a scale-down delay takes the max of the decisions in the trailing delay window
-/// (2 s granularity); excess burst capacity = floor(ready * total - TBC - panic) (TBC -1 -> -1, 0 -> 0).
+/// (2 s granularity, reachable revisions only); excess burst capacity = floor(ready * total - TBC - panic) (TBC -1 -> -1, 0 -> 0).
 class KpaDecider {
  public:
   /// A decider created while more than one pod is ready starts in panic mode at `now`, holding that count.
@@ -204,7 +208,7 @@ class KpaMetricCollector {
     double panic = 0.0;
     bool has_data = false;  // false: nothing recorded in the last stable window (upstream ErrNoData)
   };
-  /// panic window = max(bucket size, stable window * percentage / 100), as upstream's MakeMetric.
+  /// panic window = resolve_panic_window(stable window, percentage), as upstream's MakeMetric.
   KpaMetricCollector(double stable_window, double panic_window_percentage = 10.0,
                      Aggregation aggregation = Aggregation::kLinear);
   void record(const Stat& stat);

@@ -1,0 +1,3 @@
+module kubetune.example/operator
+
+go 1.19

@@ -1,0 +1,192 @@
+// Thin cgo wrapper over libkubetune's C API (include/kubetune/c_api.h): type conversion only, every decision is
+// made by the library. Build with CGO_CFLAGS=-I<repo>/include and CGO_LDFLAGS=-L<repo>/build, run with
+// LD_LIBRARY_PATH=<repo>/build.
+package main
+
+/*
+#cgo LDFLAGS: -lkubetune
+#include <stdlib.h>
+#include "kubetune/c_api.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+	"unsafe"
+)
+
+// Error is a failed kt_* call: the return code and the message the library wrote to err_out.
+type Error struct {
+	Code int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("kubetune: code %d: %s", e.Code, e.Msg) }
+
+// call runs one kt_* function with its own err_out, so the message cannot be lost when the goroutine moves to
+// another OS thread (kt_last_error is per thread).
+func call(f func(errOut **C.char) C.int) error {
+	var msg *C.char
+	rc := f(&msg)
+	if rc == C.KT_OK {
+		return nil
+	}
+	defer C.kt_free_string(msg)
+	return &Error{Code: int(rc), Msg: C.GoString(msg)}
+}
+
+// cstr converts s for one call; the caller frees it.
+func cstr(s string) *C.char { return C.CString(s) }
+
+// KpaFleet is a batch of Knative KPA deciders sharing one config and revision spec.
+type KpaFleet struct {
+	h *C.kt_kpa_fleet
+	n int
+}
+
+// KpaDecision is one revision's result of a fleet tick.
+type KpaDecision struct {
+	Desired             int32
+	ExcessBurstCapacity int32
+	Activators          int32
+	Panicking           bool
+}
+
+// NewKpaFleet creates n deciders from config-autoscaler and revision JSON (snake_case keys, "{}" = defaults).
+func NewKpaFleet(configJSON, revisionJSON string, n int, now time.Duration) (*KpaFleet, error) {
+	cfg, rev := cstr(configJSON), cstr(revisionJSON)
+	defer C.free(unsafe.Pointer(cfg))
+	defer C.free(unsafe.Pointer(rev))
+	f := &KpaFleet{n: n}
+	err := call(func(e **C.char) C.int {
+		return C.kt_kpa_fleet_create(cfg, rev, C.size_t(n), nil, C.double(now.Seconds()), &f.h, e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Close frees the fleet.
+func (f *KpaFleet) Close() { C.kt_kpa_fleet_free(f.h) }
+
+// Decide runs one tick at `now` for every revision (inputs one entry per revision).
+func (f *KpaFleet) Decide(now time.Duration, ready []int32, stable, panic []float64) ([]KpaDecision, error) {
+	if len(ready) != f.n || len(stable) != f.n || len(panic) != f.n {
+		return nil, fmt.Errorf("kubetune: Decide needs %d entries per input", f.n)
+	}
+	desired, ebc, act := make([]int32, f.n), make([]int32, f.n), make([]int32, f.n)
+	pan := make([]uint8, f.n)
+	err := call(func(e **C.char) C.int {
+		return C.kt_kpa_fleet_decide(f.h, C.double(now.Seconds()), C.size_t(f.n), i32p(ready), f64p(stable),
+			f64p(panic), i32p(desired), i32p(ebc), i32p(act), (*C.uint8_t)(unsafe.Pointer(&pan[0])), 1, e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KpaDecision, f.n)
+	for i := range out {
+		out[i] = KpaDecision{desired[i], ebc[i], act[i], pan[i] != 0}
+	}
+	return out, nil
+}
+
+// Hpa is one HorizontalPodAutoscaler's controller state (recommendations, scale events).
+type Hpa struct{ h *C.kt_hpa }
+
+// HpaCondition is one autoscaling/v2 status condition with upstream's reason and message.
+type HpaCondition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// HpaDecision is the result of one reconcile.
+type HpaDecision struct {
+	DesiredReplicas       int32          `json:"desired_replicas"`
+	Rescale               bool           `json:"rescale"`
+	MetricDesiredReplicas int32          `json:"metric_desired_replicas"`
+	Reason                string         `json:"reason"`
+	Conditions            []HpaCondition `json:"conditions"`
+}
+
+// NewHpa creates the controller for an autoscaling/v2 spec ({"minReplicas", "maxReplicas", "behavior"}).
+func NewHpa(specJSON string) (*Hpa, error) {
+	spec := cstr(specJSON)
+	defer C.free(unsafe.Pointer(spec))
+	h := &Hpa{}
+	if err := call(func(e **C.char) C.int { return C.kt_hpa_create(spec, nil, &h.h, e) }); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Close frees the controller.
+func (h *Hpa) Close() { C.kt_hpa_free(h.h) }
+
+// Reconcile decides at `now` from one replica proposal per metric (valid[i] false: metric i failed).
+func (h *Hpa) Reconcile(now time.Duration, current int32, proposals []int32, valid []bool) (*HpaDecision, error) {
+	if len(proposals) == 0 || len(valid) != len(proposals) {
+		return nil, fmt.Errorf("kubetune: Reconcile needs one valid flag per proposal")
+	}
+	ok := make([]uint8, len(valid))
+	for i, v := range valid {
+		if v {
+			ok[i] = 1
+		}
+	}
+	var js *C.char
+	err := call(func(e **C.char) C.int {
+		return C.kt_hpa_reconcile_json(h.h, C.double(now.Seconds()), C.int32_t(current), C.size_t(len(proposals)),
+			i32p(proposals), (*C.uint8_t)(unsafe.Pointer(&ok[0])), &js, e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer C.kt_free_string(js)
+	var d HpaDecision
+	if err := json.Unmarshal([]byte(C.GoString(js)), &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// HpaFleet is a batch of HPAs sharing one spec, reconciled in one call (one metric each).
+type HpaFleet struct {
+	h *C.kt_hpa_fleet
+	n int
+}
+
+// NewHpaFleet creates n HPA controllers for one autoscaling/v2 spec.
+func NewHpaFleet(specJSON string, n int) (*HpaFleet, error) {
+	spec := cstr(specJSON)
+	defer C.free(unsafe.Pointer(spec))
+	f := &HpaFleet{n: n}
+	if err := call(func(e **C.char) C.int { return C.kt_hpa_fleet_create(spec, nil, C.size_t(n), &f.h, e) }); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Close frees the fleet.
+func (f *HpaFleet) Close() { C.kt_hpa_fleet_free(f.h) }
+
+// Reconcile decides every HPA at `now`; proposals[i] < 0 marks HPA i's metric as failed. Returns the replica
+// counts to set.
+func (f *HpaFleet) Reconcile(now time.Duration, current, proposals []int32) ([]int32, error) {
+	if len(current) != f.n || len(proposals) != f.n {
+		return nil, fmt.Errorf("kubetune: Reconcile needs %d entries per input", f.n)
+	}
+	desired := make([]int32, f.n)
+	err := call(func(e **C.char) C.int {
+		return C.kt_hpa_fleet_reconcile(f.h, C.double(now.Seconds()), C.size_t(f.n), i32p(current), i32p(proposals),
+			i32p(desired), nil, 1, e)
+	})
+	return desired, err
+}
+
+func i32p(s []int32) *C.int32_t  { return (*C.int32_t)(unsafe.Pointer(&s[0])) }
+func f64p(s []float64) *C.double { return (*C.double)(unsafe.Pointer(&s[0])) }

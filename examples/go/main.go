@@ -1,0 +1,68 @@
+// An operator's view of libkubetune: one KPA fleet tick, one HPA reconcile with its status conditions, a
+// batch of HPAs in one call, and a rejected configuration showing the library's error message.
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	// Three revisions with containerConcurrency 10 (target 7 per pod), decided in one batch call.
+	fleet, err := NewKpaFleet("{}", `{"container_concurrency": 10}`, 3, 0)
+	if err != nil {
+		return err
+	}
+	defer fleet.Close()
+	kpa, err := fleet.Decide(0, []int32{1, 4, 10}, []float64{7, 28, 0}, []float64{70, 28, 0})
+	if err != nil {
+		return err
+	}
+	for i, d := range kpa {
+		fmt.Printf("kpa revision=%d desired=%d ebc=%d activators=%d panicking=%t\n", i, d.Desired,
+			d.ExcessBurstCapacity, d.Activators, d.Panicking)
+	}
+
+	// An HPA without behaviour: a metric asking for 60 replicas from 3 is capped at max(2 x 3, 4).
+	hpa, err := NewHpa(`{"minReplicas": 1, "maxReplicas": 100}`)
+	if err != nil {
+		return err
+	}
+	defer hpa.Close()
+	d, err := hpa.Reconcile(15*time.Second, 3, []int32{60}, []bool{true})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("hpa desired=%d rescale=%t reason=%q\n", d.DesiredReplicas, d.Rescale, d.Reason)
+	for _, c := range d.Conditions {
+		fmt.Printf("hpa condition %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+
+	// The batch form: three HPAs of one spec in one call; the second one's metric failed (-1).
+	hpas, err := NewHpaFleet(`{"minReplicas": 2, "maxReplicas": 10}`, 3)
+	if err != nil {
+		return err
+	}
+	defer hpas.Close()
+	desired, err := hpas.Reconcile(15*time.Second, []int32{4, 4, 4}, []int32{9, -1, 30})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("hpa fleet desired=%v\n", desired)
+
+	// A deliberate mistake: a stable window below upstream's 6 s minimum is rejected with the key named.
+	if _, err := NewKpaFleet(`{"stable_window": 2}`, "{}", 1, 0); err != nil {
+		fmt.Printf("rejected: %v\n", err)
+	} else {
+		return fmt.Errorf("a 2 s stable window was accepted")
+	}
+	return nil
+}
