@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/json_limits.hpp"
 
 namespace kubetune {
 
@@ -48,8 +49,9 @@ void register_pruner(const std::string& type, PrunerFactory f) {
 }
 
 std::unique_ptr<Searcher> make_searcher(const nlohmann::json& config) {
+  check_json_depth(config, "searcher config");
   KT_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), InvalidArgument,
-           "searcher config must be an object with a string 'type', got ", config.dump());
+           "searcher config must be an object with a string 'type', got ", json_summary(config));
   std::string type = config["type"].get<std::string>();
   SearcherFactory f;
   {
@@ -63,8 +65,9 @@ std::unique_ptr<Searcher> make_searcher(const nlohmann::json& config) {
 }
 
 std::unique_ptr<Pruner> make_pruner(const nlohmann::json& config) {
+  check_json_depth(config, "pruner config");
   KT_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), InvalidArgument,
-           "pruner config must be an object with a string 'type', got ", config.dump());
+           "pruner config must be an object with a string 'type', got ", json_summary(config));
   std::string type = config["type"].get<std::string>();
   PrunerFactory f;
   {

@@ -10,11 +10,45 @@
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/json_limits.hpp"
 #include "kubetune/core/settings.hpp"
 
 namespace kubetune {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Int parameters live in doubles (the internal encoding) and leave as int64: bounds must be integers that a
+// double holds exactly, |v| <= 2^53, so every value of the range converts both ways without loss.
+constexpr double kMaxIntBound = 9007199254740992.0;
+
+// A required member of parameter entry `e` (the `what` of messages, e.g. "parameter 'lr'"), InvalidArgument
+// naming it when it is missing.
+const nlohmann::json& member(const nlohmann::json& e, const char* key, const std::string& what) {
+  KT_CHECK(e.is_object(), InvalidArgument, what, ": expected a JSON object, got ", json_summary(e));
+  auto it = e.find(key);
+  KT_CHECK(it != e.end(), InvalidArgument, what, ": '", key, "' is missing");
+  return *it;
+}
+std::string string_member(const nlohmann::json& e, const char* key, const std::string& what) {
+  const nlohmann::json& v = member(e, key, what);
+  KT_CHECK(v.is_string(), InvalidArgument, what, ": '", key, "' must be a string, got ", json_summary(v));
+  return v.get<std::string>();
+}
+std::vector<std::string> string_list(const nlohmann::json& v, const std::string& what) {
+  KT_CHECK(v.is_array(), InvalidArgument, what, " must be a list of strings, got ", json_summary(v));
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (const auto& e : v) {
+    KT_CHECK(e.is_string(), InvalidArgument, what, " must be a list of strings, got element ", json_summary(e));
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+const nlohmann::json& parameter_list(const nlohmann::json& j, const char* what) {
+  check_json_depth(j, what);
+  const nlohmann::json& arr = j.is_array() ? j : member(j, "parameters", what);
+  KT_CHECK(arr.is_array(), InvalidArgument, what, ": 'parameters' must be a list, got ", json_summary(arr));
+  return arr;
+}
 
 std::int64_t grid_count(double lo, double hi, double step) {
   return static_cast<std::int64_t>(std::floor((hi - lo) / step + 1e-9)) + 1;
@@ -105,6 +139,8 @@ void SearchSpace::validate(const Param& p) {
                  " > high=", p.high);
         KT_CHECK(p.low == std::floor(p.low) && p.high == std::floor(p.high), InvalidArgument, "parameter '", n,
                  "': int bounds must be integers (low=", p.low, ", high=", p.high, ")");
+        KT_CHECK(std::fabs(p.low) <= kMaxIntBound && std::fabs(p.high) <= kMaxIntBound, InvalidArgument,
+                 "parameter '", n, "': int bounds must lie within +-2^53 (low=", p.low, ", high=", p.high, ")");
       }
       KT_CHECK(p.step >= 0 && std::isfinite(p.step), InvalidArgument, "parameter '", n, "': step=", p.step,
                " must be >= 0");
@@ -523,47 +559,59 @@ nlohmann::json SearchSpace::to_json() const {
 }
 
 SearchSpace SearchSpace::from_json(const nlohmann::json& j) {
-  const nlohmann::json& arr = j.is_array() ? j : j.at("parameters");
-  KT_CHECK(arr.is_array(), InvalidArgument, "search space JSON: 'parameters' must be a list");
+  const nlohmann::json& arr = parameter_list(j, "search space JSON");
   SearchSpace s;
-  for (const auto& e : arr) {
+  for (std::size_t k = 0; k < arr.size(); ++k) {
+    const nlohmann::json& e = arr[k];
     Param p;
-    p.name = e.at("name").get<std::string>();
-    std::string t = e.at("type").get<std::string>();
+    p.name = string_member(e, "name", "search space JSON: parameter " + std::to_string(k));
+    const std::string what = "parameter '" + p.name + "'";
+    std::string t = string_member(e, "type", what);
     if (t == "double" || t == "float") p.type = ParamType::Double;
     else if (t == "int") p.type = ParamType::Int;
     else if (t == "discrete") p.type = ParamType::Discrete;
     else if (t == "categorical") p.type = ParamType::Categorical;
-    else KT_THROW(InvalidArgument, "parameter '", p.name, "': unknown type '", t, "'");
+    else KT_THROW(InvalidArgument, what, ": unknown type '", t, "'");
     if (p.is_numeric_range()) {
-      p.low = settings::parse_number(e.at("low"), p.name + ".low");
-      p.high = settings::parse_number(e.at("high"), p.name + ".high");
+      p.low = settings::parse_number(member(e, "low", what), p.name + ".low");
+      p.high = settings::parse_number(member(e, "high", what), p.name + ".high");
       p.step = e.contains("step") ? settings::parse_number(e["step"], p.name + ".step") : 0.0;
-      p.distribution = parse_distribution(e.value("distribution", std::string("uniform")), p.name);
+      const auto dist = e.find("distribution");
+      if (dist != e.end()) {
+        KT_CHECK(dist->is_string(), InvalidArgument, what, ": 'distribution' must be a string, got ",
+                 json_summary(*dist));
+        p.distribution = parse_distribution(dist->get<std::string>(), p.name);
+      }
       if (e.contains("mu")) p.mu = settings::parse_number(e["mu"], p.name + ".mu");
       if (e.contains("sigma")) p.sigma = settings::parse_number(e["sigma"], p.name + ".sigma");
     } else if (p.type == ParamType::Discrete) {
-      for (const auto& v : e.at("values")) p.values.push_back(settings::parse_number(v, p.name + ".values"));
+      const nlohmann::json& vals = member(e, "values", what);
+      KT_CHECK(vals.is_array(), InvalidArgument, what, ": 'values' must be a list, got ", json_summary(vals));
+      for (const auto& v : vals) p.values.push_back(settings::parse_number(v, p.name + ".values"));
     } else {
-      p.choices = e.at("choices").get<std::vector<std::string>>();
+      p.choices = string_list(member(e, "choices", what), what + ": 'choices'");
     }
-    if (e.contains("condition") && !e["condition"].is_null())
-      p.condition = Condition{e["condition"].at("parent").get<std::string>(),
-                              e["condition"].at("values").get<std::vector<std::string>>()};
+    if (e.contains("condition") && !e["condition"].is_null()) {
+      const std::string cw = what + ": 'condition'";
+      p.condition = Condition{string_member(e["condition"], "parent", cw),
+                              string_list(member(e["condition"], "values", cw), cw + " values")};
+    }
     s.add(std::move(p));
   }
   return s;
 }
 
 SearchSpace SearchSpace::from_katib(const nlohmann::json& parameters) {
-  const nlohmann::json& arr = parameters.is_array() ? parameters : parameters.at("parameters");
-  KT_CHECK(arr.is_array(), InvalidArgument, "Katib parameters must be a list");
+  const nlohmann::json& arr = parameter_list(parameters, "Katib parameters");
   SearchSpace s;
-  for (const auto& e : arr) {
-    std::string name = e.at("name").get<std::string>();
-    std::string type = e.at("parameterType").get<std::string>();
-    const auto& fs = e.at("feasibleSpace");
-    std::string dist = fs.value("distribution", std::string());
+  for (std::size_t k = 0; k < arr.size(); ++k) {
+    const nlohmann::json& e = arr[k];
+    std::string name = string_member(e, "name", "Katib parameter " + std::to_string(k));
+    const std::string what = "parameter '" + name + "'";
+    std::string type = string_member(e, "parameterType", what);
+    const auto& fs = member(e, "feasibleSpace", what);
+    std::string dist = fs.contains("distribution") ? string_member(fs, "distribution", what + " feasibleSpace")
+                                                   : std::string();
     if (type == "double" || type == "int") {
       Param p;
       p.name = name;
@@ -599,11 +647,11 @@ SearchSpace SearchSpace::from_katib(const nlohmann::json& parameters) {
       }
     } else if (type == "discrete") {
       std::vector<double> vals;
-      for (const auto& v : fs.at("list")) vals.push_back(settings::parse_number(v, name + ".list"));
+      for (const auto& v : member(fs, "list", what)) vals.push_back(settings::parse_number(v, name + ".list"));
       s.add_discrete(name, vals);
     } else if (type == "categorical") {
       std::vector<std::string> ch;
-      for (const auto& v : fs.at("list")) ch.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+      for (const auto& v : member(fs, "list", what)) ch.push_back(v.is_string() ? v.get<std::string>() : v.dump());
       s.add_categorical(name, ch);
     } else {
       KT_THROW(InvalidArgument, "parameter '", name, "': unknown Katib parameterType '", type, "'");

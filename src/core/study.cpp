@@ -21,6 +21,7 @@
 #include <cerrno>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/json_limits.hpp"
 #include "kubetune/core/rng.hpp"
 
 namespace kubetune {
@@ -47,6 +48,7 @@ double num(const nlohmann::json& j) {
     if (s == "-inf") return -std::numeric_limits<double>::infinity();
     KT_THROW(InvalidArgument, "bad number '", s, "' in study file");
   }
+  KT_CHECK(j.is_number(), InvalidArgument, "expected a number, got ", json_summary(j));
   return j.get<double>();
 }
 
@@ -72,18 +74,68 @@ nlohmann::json trial_to_json(const Trial& t) {
   return j;
 }
 
+// Member `key` of a study-file object, of JSON kind `kind` ("array", "object", "string" or "number").
+const nlohmann::json& field(const nlohmann::json& j, const char* key, const char* kind) {
+  KT_CHECK(j.is_object(), InvalidArgument, "expected an object, got ", json_summary(j));
+  auto it = j.find(key);
+  KT_CHECK(it != j.end(), InvalidArgument, "'", key, "' is missing");
+  const std::string_view k(kind);
+  const bool ok = k == "array"    ? it->is_array()
+                  : k == "object" ? it->is_object()
+                  : k == "string" ? it->is_string()
+                                  : it->is_number();
+  KT_CHECK(ok, InvalidArgument, "'", key, "' must be a", k == "array" || k == "object" ? "n " : " ", kind, ", got ",
+           json_summary(*it));
+  return *it;
+}
+
 Trial trial_from_json(const nlohmann::json& j) {
   Trial t;
-  t.id = j.at("id").get<std::int64_t>();
-  t.state = trial_state_from_string(j.at("state").get<std::string>());
-  for (const auto& v : j.at("x")) t.x.push_back(num(v));
-  for (const auto& v : j.at("values")) t.values.push_back(num(v));
-  for (const auto& p : j.at("intermediate")) t.intermediate.emplace_back(p.at(0).get<std::int64_t>(), num(p.at(1)));
-  t.created_at = j.at("created_at").get<double>();
-  t.finished_at = j.at("finished_at").get<double>();
-  t.user_attrs = j.at("user_attrs").get<std::map<std::string, std::string>>();
-  for (const auto& [k, v] : j.at("system_attrs").items()) t.system_attrs[k] = num(v);
+  t.id = checked_int<std::int64_t>(field(j, "id", "number"), "'id'");
+  t.state = trial_state_from_string(field(j, "state", "string").get<std::string>());
+  for (const auto& v : field(j, "x", "array")) t.x.push_back(num(v));
+  for (const auto& v : field(j, "values", "array")) t.values.push_back(num(v));
+  for (const auto& p : field(j, "intermediate", "array")) {
+    KT_CHECK(p.is_array() && p.size() == 2, InvalidArgument, "'intermediate' entries must be [step, value], got ",
+             json_summary(p));
+    t.intermediate.emplace_back(checked_int<std::int64_t>(p[0], "intermediate step"), num(p[1]));
+  }
+  t.created_at = field(j, "created_at", "number").get<double>();
+  t.finished_at = field(j, "finished_at", "number").get<double>();
+  for (const auto& [k, v] : field(j, "user_attrs", "object").items()) {
+    KT_CHECK(v.is_string(), InvalidArgument, "user_attrs '", k, "' must be a string, got ", json_summary(v));
+    t.user_attrs[k] = v.get<std::string>();
+  }
+  for (const auto& [k, v] : field(j, "system_attrs", "object").items()) t.system_attrs[k] = num(v);
   return t;
+}
+
+// A loaded trial must be one that ask/tell could have produced: searchers and best() index values and x
+// without further checks. Throws InvalidArgument naming the field.
+void check_loaded_trial(const Trial& t, const SearchSpace& space, std::size_t n_directions) {
+  if (t.state == TrialState::Complete) {
+    KT_CHECK(t.values.size() == n_directions, InvalidArgument, "'values' has ", t.values.size(),
+             " entries for ", n_directions, " directions");
+    for (double v : t.values)
+      KT_CHECK(std::isfinite(v), InvalidArgument, "'values' holds ", v, "; a complete trial has finite values");
+  } else {
+    KT_CHECK(t.values.empty(), InvalidArgument, "'values' must be empty for a ", to_string(t.state),
+             " trial, has ", t.values.size(), " entries");
+  }
+  KT_CHECK(std::isfinite(t.created_at) && std::isfinite(t.finished_at), InvalidArgument,
+           "'created_at'/'finished_at' must be finite (", t.created_at, ", ", t.finished_at, ")");
+  KT_CHECK(t.is_finished() || t.finished_at == 0, InvalidArgument, "'finished_at' = ", t.finished_at, " for a ",
+           to_string(t.state), " trial (must be 0)");
+  try {
+    space.validate_point(t.x);
+  } catch (const Error& e) {
+    KT_THROW(InvalidArgument, "'x': ", e.what());
+  }
+  for (std::size_t i = 0; i < t.intermediate.size(); ++i) {
+    const std::int64_t step = t.intermediate[i].first;
+    KT_CHECK(step >= 0 && (i == 0 || step > t.intermediate[i - 1].first), InvalidArgument,
+             "'intermediate' steps must be >= 0 and strictly ascending, got step ", step, " at entry ", i);
+  }
 }
 }  // namespace
 
@@ -101,6 +153,8 @@ Study::Study(SearchSpace space, std::unique_ptr<Searcher> searcher, std::vector<
 }
 
 std::vector<Trial> Study::ask(std::size_t n) {
+  KT_CHECK(n <= kMaxAskBatch, InvalidArgument, "ask: n = ", n, " is larger than the limit of ", kMaxAskBatch,
+           " trials per call");
   std::lock_guard<std::mutex> lk(mu_);
   std::vector<Trial> out;
   out.reserve(n);
@@ -413,25 +467,39 @@ std::unique_ptr<Study> Study::from_json(const nlohmann::json& j) {
   try {
     KT_CHECK(j.is_object() && j.value("format", std::string()) == "kubetune.study", InvalidArgument,
              "not a kubetune study (missing format 'kubetune.study')");
-    int version = j.at("version").get<int>();
+    check_json_depth(j, "study JSON");
+    const int version = checked_int<int>(field(j, "version", "number"), "'version'");
     KT_CHECK(version == kFormatVersion, InvalidArgument, "unsupported study format version ", version);
-    SearchSpace space = SearchSpace::from_json(j.at("space"));
+    SearchSpace space = SearchSpace::from_json(field(j, "space", "object"));
     std::vector<Direction> dirs;
-    for (const auto& d : j.at("directions")) dirs.push_back(direction_from_string(d.get<std::string>()));
-    auto searcher = make_searcher(j.at("searcher"));
+    for (const auto& d : field(j, "directions", "array")) {
+      KT_CHECK(d.is_string(), InvalidArgument, "'directions' entries must be strings, got ", json_summary(d));
+      dirs.push_back(direction_from_string(d.get<std::string>()));
+    }
+    auto searcher = make_searcher(field(j, "searcher", "object"));
     std::unique_ptr<Pruner> pruner;
     if (j.contains("pruner") && !j["pruner"].is_null()) pruner = make_pruner(j["pruner"]);
-    auto s = std::make_unique<Study>(std::move(space), std::move(searcher), std::move(dirs),
-                                     j.at("seed").get<std::uint64_t>(), std::move(pruner));
-    s->ask_counter_ = j.at("ask_counter").get<std::uint64_t>();
-    s->exhausted_ = j.value("exhausted", false);
-    for (const auto& tj : j.at("trials")) {
-      Trial t = trial_from_json(tj);
-      KT_CHECK(t.id == static_cast<std::int64_t>(s->trials_.size()), InvalidArgument, "study file: trial id ",
-               t.id, " out of sequence");
-      KT_CHECK(t.x.size() == s->space_.size(), InvalidArgument, "study file: trial ", t.id, " has ", t.x.size(),
-               " values for ", s->space_.size(), " parameters");
-      s->trials_.push_back(std::move(t));
+    const auto seed = checked_int<std::uint64_t>(field(j, "seed", "number"), "'seed'");
+    auto s = std::make_unique<Study>(std::move(space), std::move(searcher), std::move(dirs), seed,
+                                     std::move(pruner));
+    s->ask_counter_ = checked_int<std::uint64_t>(field(j, "ask_counter", "number"), "'ask_counter'");
+    if (j.contains("exhausted")) {
+      KT_CHECK(j["exhausted"].is_boolean(), InvalidArgument, "'exhausted' must be a boolean, got ",
+               json_summary(j["exhausted"]));
+      s->exhausted_ = j["exhausted"].get<bool>();
+    }
+    const nlohmann::json& trials = field(j, "trials", "array");
+    s->trials_.reserve(trials.size());
+    for (const auto& tj : trials) {
+      const std::size_t k = s->trials_.size();
+      try {
+        Trial t = trial_from_json(tj);
+        KT_CHECK(t.id == static_cast<std::int64_t>(k), InvalidArgument, "'id' = ", t.id, " out of sequence");
+        check_loaded_trial(t, s->space_, s->directions_.size());
+        s->trials_.push_back(std::move(t));
+      } catch (const Error& e) {
+        KT_THROW(InvalidArgument, "trial ", k, ": ", e.what());
+      }
     }
     return s;
   } catch (const nlohmann::json::exception& e) {
@@ -533,10 +601,18 @@ std::optional<std::string> read_file_if_exists(const std::string& path, const ch
     KT_THROW(IoError, what, " '", path, "': ", errno_text(e));
   }
   KT_CHECK(!S_ISDIR(st.st_mode), IoError, what, " '", path, "': it is a directory");
+  // A device or FIFO (/dev/zero, a pipe) would be read for ever or block: study files are regular files.
+  KT_CHECK(S_ISREG(st.st_mode), IoError, what, " '", path, "': not a regular file");
+  KT_CHECK(static_cast<std::uint64_t>(st.st_size) <= kMaxJsonBytes, IoError, what, " '", path, "': ",
+           st.st_size, " bytes, larger than the limit of ", kMaxJsonBytes, " bytes");
   if (mode) *mode = st.st_mode & 07777;
   std::string out;
+  out.reserve(static_cast<std::size_t>(st.st_size));
   char buf[1 << 16];
   for (;;) {
+    // The file may grow while it is read: the cap holds for what is read, not only for fstat's size.
+    KT_CHECK(out.size() <= kMaxJsonBytes, IoError, what, " '", path, "': grew beyond the limit of ",
+             kMaxJsonBytes, " bytes while being read");
     ssize_t r = ::read(fd.fd, buf, sizeof buf);
     if (r < 0) {
       int e = errno;
@@ -705,16 +781,17 @@ std::unique_ptr<Study> Study::load(const std::string& path) {
   KT_CHECK(text.has_value(), IoError, "cannot open study file '", path, "': no such file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::exception& e) {
+    j = parse_user_json(*text, "the study");
+  } catch (const Error& e) {
     KT_THROW(InvalidArgument, "study file '", path, "' is truncated or corrupt: ", e.what());
   }
   FileVersion v;
   if (j.is_object() && j.contains("lineage")) {
     KT_CHECK(j["lineage"].is_string() && !j["lineage"].get_ref<const std::string&>().empty(), InvalidArgument,
-             "study file '", path, "': 'lineage' must be a non-empty string, got ", j["lineage"].dump());
+             "study file '", path, "': 'lineage' must be a non-empty string, got ", json_summary(j["lineage"]));
     KT_CHECK(j.contains("revision") && j["revision"].is_number_unsigned(), InvalidArgument, "study file '", path,
-             "': 'revision' must be a non-negative integer, got ", j.value("revision", nlohmann::json()).dump());
+             "': 'revision' must be a non-negative integer, got ",
+             json_summary(j.value("revision", nlohmann::json())));
     v.lineage = j["lineage"].get<std::string>();
     v.revision = j["revision"].get<std::uint64_t>();
   }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/json_limits.hpp"
 
 namespace kubetune::settings {
 
@@ -26,7 +27,7 @@ inline double parse_number(const nlohmann::json& v, const std::string& what) {
     }
     KT_THROW(InvalidArgument, what, ": '", s, "' is not a number");
   }
-  KT_THROW(InvalidArgument, what, ": expected a number, got ", v.dump());
+  KT_THROW(InvalidArgument, what, ": expected a number, got ", json_summary(v));
 }
 
 /// Number from 10, 10.5 or "10" (Katib passes every setting as a string); `key` names the setting.
@@ -38,7 +39,7 @@ inline double number(const nlohmann::json& v, const std::string& key) {
 inline std::int64_t integer(const nlohmann::json& v, const std::string& key) {
   double d = number(v, key);
   KT_CHECK(std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15, InvalidArgument, "setting '", key,
-           "' = ", v.dump(), " must be an integer");
+           "' = ", json_summary(v), " must be an integer");
   return static_cast<std::int64_t>(d);
 }
 
@@ -56,7 +57,7 @@ inline std::uint64_t uinteger(const nlohmann::json& v, const std::string& key) {
     if (digits) return std::stoull(s);
   }
   double d = number(v, key);
-  KT_CHECK(d >= 0 && d == std::floor(d) && d < 1.8e19, InvalidArgument, "setting '", key, "' = ", v.dump(),
+  KT_CHECK(d >= 0 && d == std::floor(d) && d < 1.8e19, InvalidArgument, "setting '", key, "' = ", json_summary(v),
            " must be a non-negative integer");
   return static_cast<std::uint64_t>(d);
 }
@@ -71,17 +72,17 @@ inline bool boolean(const nlohmann::json& v, const std::string& key) {
     if (s == "true" || s == "True" || s == "1") return true;
     if (s == "false" || s == "False" || s == "0") return false;
   }
-  KT_THROW(InvalidArgument, "setting '", key, "': expected a boolean, got ", v.dump());
+  KT_THROW(InvalidArgument, "setting '", key, "': expected a boolean, got ", json_summary(v));
 }
 
 inline std::string string(const nlohmann::json& v, const std::string& key) {
-  KT_CHECK(v.is_string(), InvalidArgument, "setting '", key, "': expected a string, got ", v.dump());
+  KT_CHECK(v.is_string(), InvalidArgument, "setting '", key, "': expected a string, got ", json_summary(v));
   return v.get<std::string>();
 }
 
 /// Throws InvalidArgument naming the first key of `j` (other than "type") not in `allowed`.
 inline void check_keys(const nlohmann::json& j, const std::string& what, std::initializer_list<const char*> allowed) {
-  KT_CHECK(j.is_object(), InvalidArgument, what, " config must be a JSON object, got ", j.dump());
+  KT_CHECK(j.is_object(), InvalidArgument, what, " config must be a JSON object, got ", json_summary(j));
   for (const auto& [k, v] : j.items()) {
     if (k == "type") continue;
     bool ok = false;

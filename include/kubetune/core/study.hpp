@@ -37,7 +37,10 @@ class Study {
   Study(const Study&) = delete;
   Study& operator=(const Study&) = delete;
 
+  /// Most trials one ask hands out (n is reserved up front; larger batches are a caller's bug, not a need).
+  static constexpr std::size_t kMaxAskBatch = 100000;
   /// Hand out up to n trials (enqueued ones first). Fewer than n (maybe none) => the space is exhausted.
+  /// n > kMaxAskBatch: InvalidArgument.
   std::vector<Trial> ask(std::size_t n = 1);
   /// Record the objective; NaN/inf records the trial as failed (searchers never see the value).
   TrialState tell(std::int64_t id, double value);
@@ -82,6 +85,7 @@ class Study {
   std::optional<nlohmann::json> pruner_config() const;
 
   nlohmann::json to_json() const;
+  /// The checks of load() on a parsed document (depth, fields, every trial).
   static std::unique_ptr<Study> from_json(const nlohmann::json& j);
   /// Atomic, checked write. Holds an advisory lock (flock on `<path>.lock`) while it reads the file on disk,
   /// checks it and replaces it: through a fresh temp file in the same folder (O_EXCL|O_NOFOLLOW, removed on
@@ -93,7 +97,10 @@ class Study {
   /// One process per study file; several processes share a study through the Optuna integration.
   void save(const std::string& path, bool overwrite = false) const;
   /// Throws IoError / InvalidArgument on a missing, truncated or corrupt file; never modifies it. Files
-  /// written before "lineage"/"revision" existed load (and continue) exactly as before.
+  /// written before "lineage"/"revision" existed load (and continue) exactly as before. Refuses what is not a
+  /// regular file, files over kMaxJsonBytes (1 GiB) and JSON nested beyond kMaxJsonDepth (64); every trial is
+  /// checked (values one per direction when complete, x legal in the space, states consistent) and errors name
+  /// the trial number and the field.
   static std::unique_ptr<Study> load(const std::string& path);
 
  private:

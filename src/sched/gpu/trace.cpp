@@ -2,10 +2,12 @@
 #include "kubetune/sched/gpu/trace.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
-#include <sstream>
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/gpu/allocator.hpp"
@@ -14,6 +16,10 @@
 namespace kubetune::sched::gpu {
 
 namespace {
+// Bounds on what a trace file may hold; the openb files are under 1 MiB with lines under 200 bytes.
+constexpr std::uintmax_t kMaxTraceBytes = std::uintmax_t{1} << 30;
+constexpr std::size_t kMaxLineBytes = std::size_t{1} << 16;
+
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::string cur;
@@ -29,84 +35,150 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-struct Csv {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  int col(const std::string& name, const std::string& path, bool required = true) const {
-    for (std::size_t i = 0; i < header.size(); ++i)
-      if (header[i] == name) return static_cast<int>(i);
-    KT_CHECK(!required, InvalidArgument, "trace file '", path, "' lacks column '", name, "'");
+// Streams a comma-separated trace file row by row. Every row must have as many fields as the header; every
+// error names the file, the line (1 = header) and, for a field, the column.
+class TraceReader {
+ public:
+  explicit TraceReader(const std::string& path) : path_(path) {
+    std::error_code ec;
+    const auto st = std::filesystem::status(path, ec);
+    KT_CHECK(!ec && std::filesystem::exists(st), IoError, "cannot open trace file '", path, "': ",
+             ec ? ec.message() : "no such file");
+    KT_CHECK(std::filesystem::is_regular_file(st), IoError, "trace file '", path, "' is not a regular file");
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    KT_CHECK(!ec && size <= kMaxTraceBytes, InvalidArgument, "trace file '", path, "' has ", size,
+             " bytes, more than the limit of ", kMaxTraceBytes);
+    in_.open(path, std::ios::binary);
+    KT_CHECK(in_.is_open(), IoError, "cannot open trace file '", path, "'");
+    std::string line;
+    KT_CHECK(read_line(line), InvalidArgument, "trace file '", path, "' is empty (expected a header line)");
+    if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 byte-order mark written by spreadsheets
+    header_ = split(line, ',');
+    for (std::size_t i = 0; i < header_.size(); ++i)
+      for (std::size_t k = 0; k < i; ++k)
+        KT_CHECK(header_[i] != header_[k], InvalidArgument, where(), ": column '", header_[i],
+                 "' appears twice in the header");
+  }
+
+  int column(const char* name, bool required = true) const {
+    for (std::size_t i = 0; i < header_.size(); ++i)
+      if (header_[i] == name) return static_cast<int>(i);
+    KT_CHECK(!required, InvalidArgument, "trace file '", path_, "' lacks column '", name, "'");
     return -1;
   }
+
+  // Reads the next non-blank row; false at the end. A file with no data row at all is an error.
+  bool next() {
+    std::string line;
+    while (read_line(line)) {
+      if (line.empty() || line == "\r") continue;
+      fields_ = split(line, ',');
+      KT_CHECK(fields_.size() == header_.size(), InvalidArgument, where(), " has ", fields_.size(),
+               " fields, the header has ", header_.size());
+      ++rows_;
+      return true;
+    }
+    KT_CHECK(rows_ > 0, InvalidArgument, "trace file '", path_, "' has a header but no data rows");
+    return false;
+  }
+
+  const std::string& text(int col) const { return fields_[static_cast<std::size_t>(col)]; }
+
+  // The field as an integer in [lo, hi]: the whole field must be decimal digits (an optional '-'), so "1.7",
+  // "12abc" or a value beyond int64 is an error instead of a truncated number.
+  std::int64_t integer(int col, std::int64_t lo, std::int64_t hi) const {
+    const std::string& s = text(col);
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    KT_CHECK(ec != std::errc::result_out_of_range, InvalidArgument, field(col), " = '", s,
+             "' is out of range [", lo, ", ", hi, "]");
+    KT_CHECK(!s.empty() && ec == std::errc() && end == s.data() + s.size(), InvalidArgument, field(col), " = '", s,
+             "' is not an integer");
+    KT_CHECK(v >= lo && v <= hi, InvalidArgument, field(col), " = ", v, " is out of range [", lo, ", ", hi, "]");
+    return v;
+  }
+
+  std::string where() const { return detail::concat("trace file '", path_, "' line ", line_); }
+  std::string field(int col) const {
+    return detail::concat(where(), " column ", col + 1, " '", header_[static_cast<std::size_t>(col)], "'");
+  }
+
+ private:
+  // std::getline with a length cap, so a file without newlines cannot make one huge string.
+  bool read_line(std::string& line) {
+    constexpr int kEof = std::char_traits<char>::eof();
+    line.clear();
+    std::streambuf* buf = in_.rdbuf();
+    int ch = buf->sbumpc();
+    if (ch == kEof) return false;
+    ++line_;
+    for (; ch != kEof && ch != '\n'; ch = buf->sbumpc()) {
+      line += static_cast<char>(ch);
+      KT_CHECK(line.size() <= kMaxLineBytes, InvalidArgument, where(), " is longer than ", kMaxLineBytes, " bytes");
+    }
+    return true;
+  }
+
+  std::string path_;
+  std::ifstream in_;
+  std::vector<std::string> header_;
+  std::vector<std::string> fields_;
+  std::size_t line_ = 0;
+  std::size_t rows_ = 0;
 };
 
-Csv read_csv(const std::string& path) {
-  std::ifstream in(path);
-  KT_CHECK(in.good(), IoError, "cannot open trace file '", path, "'");
-  Csv c;
-  std::string line;
-  KT_CHECK(static_cast<bool>(std::getline(in, line)), InvalidArgument, "trace file '", path, "' is empty");
-  c.header = split(line, ',');
-  while (std::getline(in, line)) {
-    if (line.empty() || line == "\r") continue;
-    c.rows.push_back(split(line, ','));
-  }
-  return c;
-}
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-std::int64_t to_i64(const std::string& s, const std::string& path, std::size_t row, const char* col) {
+// Runs f (a Cluster or Request validation) and prefixes its InvalidArgument with the file and line.
+template <class F>
+void at_row(const TraceReader& t, F&& f) {
   try {
-    std::size_t pos = 0;
-    const std::int64_t v = std::stoll(s, &pos);
-    return v;
-  } catch (...) {
-    KT_THROW(InvalidArgument, "trace file '", path, "' row ", row + 1, ": column '", col, "' = '", s,
-             "' is not an integer");
+    f();
+  } catch (const InvalidArgument& e) {
+    KT_THROW(InvalidArgument, t.where(), ": ", e.what());
   }
 }
 }  // namespace
 
 Cluster load_trace_cluster(const std::string& path, bool gpu_nodes_only) {
-  const Csv c = read_csv(path);
-  const int sn = c.col("sn", path), cpu = c.col("cpu_milli", path), mem = c.col("memory_mib", path),
-            gpu = c.col("gpu", path), model = c.col("model", path);
+  TraceReader t(path);
+  const int sn = t.column("sn"), cpu = t.column("cpu_milli"), mem = t.column("memory_mib"), gpu = t.column("gpu"),
+            model = t.column("model");
   Cluster cl;
-  for (std::size_t r = 0; r < c.rows.size(); ++r) {
-    const auto& row = c.rows[r];
-    KT_CHECK(row.size() >= c.header.size() - 1, InvalidArgument, "trace file '", path, "' row ", r + 1,
-             " has too few columns");
+  std::int64_t total_cpu = 0;
+  while (t.next()) {
     NodeSpec s;
-    s.name = row[static_cast<std::size_t>(sn)];
-    s.cpu_milli = to_i64(row[static_cast<std::size_t>(cpu)], path, r, "cpu_milli");
-    s.memory_mib = to_i64(row[static_cast<std::size_t>(mem)], path, r, "memory_mib");
-    s.num_gpus = static_cast<int>(to_i64(row[static_cast<std::size_t>(gpu)], path, r, "gpu"));
-    s.model = static_cast<std::size_t>(model) < row.size() ? row[static_cast<std::size_t>(model)] : "";
+    s.name = t.text(sn);
+    s.cpu_milli = t.integer(cpu, 0, kInt64Max);
+    s.memory_mib = t.integer(mem, 0, kInt64Max);
+    s.num_gpus = static_cast<int>(t.integer(gpu, 0, 64));  // Cluster::add_node's GPU bound
+    s.model = t.text(model);
     if (gpu_nodes_only && s.num_gpus == 0) continue;
-    cl.add_node(std::move(s));
+    // Cluster keeps the node CPU total in an int64; refuse a file whose total would wrap it.
+    KT_CHECK(!__builtin_add_overflow(total_cpu, s.cpu_milli, &total_cpu), InvalidArgument, t.field(cpu),
+             ": the total cpu_milli of the nodes so far overflows int64");
+    at_row(t, [&] { cl.add_node(std::move(s)); });
   }
   return cl;
 }
 
 std::vector<Request> load_trace_pods(const std::string& path) {
-  const Csv c = read_csv(path);
-  const int name = c.col("name", path), cpu = c.col("cpu_milli", path), mem = c.col("memory_mib", path),
-            ng = c.col("num_gpu", path), gm = c.col("gpu_milli", path), spec = c.col("gpu_spec", path, false);
+  TraceReader t(path);
+  const int name = t.column("name"), cpu = t.column("cpu_milli"), mem = t.column("memory_mib"),
+            ng = t.column("num_gpu"), gm = t.column("gpu_milli"), spec = t.column("gpu_spec", false);
   std::vector<Request> out;
-  out.reserve(c.rows.size());
-  for (std::size_t r = 0; r < c.rows.size(); ++r) {
-    const auto& row = c.rows[r];
-    KT_CHECK(row.size() >= 5, InvalidArgument, "trace file '", path, "' row ", r + 1, " has too few columns");
+  while (t.next()) {
     Request q;
-    q.name = row[static_cast<std::size_t>(name)];
-    q.cpu_milli = to_i64(row[static_cast<std::size_t>(cpu)], path, r, "cpu_milli");
-    q.memory_mib = to_i64(row[static_cast<std::size_t>(mem)], path, r, "memory_mib");
-    q.gpu_count = static_cast<int>(to_i64(row[static_cast<std::size_t>(ng)], path, r, "num_gpu"));
-    q.gpu_milli = q.gpu_count > 0 ? static_cast<int>(to_i64(row[static_cast<std::size_t>(gm)], path, r, "gpu_milli")) : 0;
-    if (spec >= 0 && static_cast<std::size_t>(spec) < row.size() && !row[static_cast<std::size_t>(spec)].empty()) {
-      for (const std::string& m : split(row[static_cast<std::size_t>(spec)], '|'))
+    q.name = t.text(name);
+    q.cpu_milli = t.integer(cpu, 0, kInt64Max);
+    q.memory_mib = t.integer(mem, 0, kInt64Max);
+    q.gpu_count = static_cast<int>(t.integer(ng, 0, 64));    // Request's bounds
+    q.gpu_milli = static_cast<int>(t.integer(gm, 0, kMilli));
+    if (spec >= 0) {
+      for (const std::string& m : split(t.text(spec), '|'))
         if (!m.empty() && std::find(q.models.begin(), q.models.end(), m) == q.models.end()) q.models.push_back(m);
     }
-    q.validate_and_normalise();
+    at_row(t, [&] { q.validate_and_normalise(); });
     out.push_back(std::move(q));
   }
   return out;

@@ -10,9 +10,17 @@
 
 namespace kubetune::sched::gpu {
 
-/// Reads openb_node_list_*.csv (columns sn, cpu_milli, memory_mib, gpu, model). Throws IoError / InvalidArgument.
+/// Trace CSV rules (both readers): a regular file of at most 1 GiB, lines of at most 64 KiB, a header naming the
+/// columns (any order, extra columns ignored, no duplicates), at least one data row, every row with as many fields
+/// as the header; blank lines are skipped. Integers must be whole decimal fields within the column's range (no
+/// "1.7", no value beyond int64). Throws IoError (missing, unreadable or not a regular file) or InvalidArgument
+/// naming the file, the line (1 = header) and the column.
+///
+/// Reads openb_node_list_*.csv (columns sn, cpu_milli, memory_mib, gpu in [0, 64], model); the nodes' total
+/// cpu_milli must fit int64.
 Cluster load_trace_cluster(const std::string& csv_path, bool gpu_nodes_only = true);
-/// Reads openb_pod_list_*.csv (name, cpu_milli, memory_mib, num_gpu, gpu_milli, [gpu_spec]) into requests.
+/// Reads openb_pod_list_*.csv (name, cpu_milli, memory_mib, num_gpu in [0, 64], gpu_milli in [0, 1000], optional
+/// gpu_spec: '|'-separated models) into requests; each is checked by Request::validate_and_normalise.
 std::vector<Request> load_trace_pods(const std::string& csv_path);
 
 /// A seeded cluster + workload with the trace's shapes (8-GPU and 2-GPU nodes of a few models; ~13 % CPU-only
