@@ -78,12 +78,13 @@ def plot_simulation(
 ):
     """Plot request rate, ready pods and per-second SLO-miss probability for each run.
 
-    Returns the matplotlib Figure; saves it to ``path`` when given. Uses whatever backend is active
-    (set ``MPLBACKEND=Agg`` for headless use).
+    Returns a matplotlib Figure made without pyplot (the backend and pyplot's figures are left alone; a notebook
+    shows the returned Figure); saves it to ``path`` when given.
     """
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
-    fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
+    fig = Figure(figsize=(10, 8))
+    axes = fig.subplots(3, 1, sharex=True)
     first = next(iter(results.values()))
     axes[0].plot(first.time, first.rate, color="black", lw=1)
     axes[0].set_ylabel("requests / s")

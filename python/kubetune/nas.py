@@ -7,6 +7,7 @@ module adds the numpy front end (:class:`DARTS`), data loaders, a progress bar, 
 from __future__ import annotations
 
 import gzip
+import numbers
 import os
 import time
 from dataclasses import dataclass, field
@@ -80,14 +81,44 @@ def katib_operations_to_ops(operations: Sequence[Mapping[str, Any]]) -> List[str
     return ops
 
 
+#: Largest class label: the engine takes num_classes = max label + 1 as a 32-bit int.
+_MAX_LABEL = 2**31 - 2
+
+
+def _int_arg(name: str, value: Any, low: int) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"param '{name}' = {value!r} must be an int")
+    if value < low:
+        raise ValueError(f"param '{name}' = {value} must be >= {low}")
+    return int(value)
+
+
+def _image_shape(image_shape: Any) -> Tuple[int, int, int]:
+    if isinstance(image_shape, (str, bytes)) or not isinstance(image_shape, Sequence):
+        raise TypeError(f"param 'image_shape' = {image_shape!r} must be a tuple (h, w) or (c, h, w)")
+    if len(image_shape) not in (2, 3) or not all(
+        isinstance(d, numbers.Integral) and not isinstance(d, bool) and d > 0 for d in image_shape
+    ):
+        raise ValueError(f"param 'image_shape' = {image_shape!r} must be (h, w) or (c, h, w) of positive ints")
+    shape = tuple(int(d) for d in image_shape)
+    return (1, shape[0], shape[1]) if len(shape) == 2 else (shape[0], shape[1], shape[2])
+
+
 def _as_images(X: Any, image_shape: Optional[Tuple[int, ...]]) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float32)
+    try:
+        X = np.asarray(X, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise TypeError(f"param 'X' must be a numeric array of images, got {type(X).__name__}") from None
+    if X.size == 0:
+        raise ValueError(f"param 'X' holds no images (shape {X.shape})")
     if image_shape is not None:
-        shape = tuple(int(s) for s in image_shape)
-        if len(shape) == 2:
-            shape = (1,) + shape
-        if len(shape) != 3:
-            raise ValueError(f"param 'image_shape' = {image_shape!r} must be (h, w) or (c, h, w)")
+        shape = _image_shape(image_shape)
+        per_image = shape[0] * shape[1] * shape[2]
+        if X.size != X.shape[0] * per_image:
+            raise ValueError(
+                f"param 'image_shape' = {tuple(image_shape)!r} needs {per_image} values per image, but 'X' of shape "
+                f"{X.shape} has {X.size // X.shape[0]}"
+            )
         X = X.reshape((X.shape[0],) + shape)
     if X.ndim == 3:  # [n, h, w]
         X = X[:, None]
@@ -96,6 +127,27 @@ def _as_images(X: Any, image_shape: Optional[Tuple[int, ...]]) -> np.ndarray:
     if not np.all(np.isfinite(X)):
         raise ValueError("param 'X' contains NaN or infinity")
     return np.ascontiguousarray(X)
+
+
+def _as_labels(y: Any, n: int) -> np.ndarray:
+    """``y`` as int32 class labels, checked before the conversion so that nothing wraps or rounds."""
+    ya = np.asarray(y)
+    if ya.ndim != 1 or ya.shape[0] != n:
+        raise ValueError(f"param 'y' must be 1-D with {n} labels, got shape {ya.shape}")
+    if ya.dtype.kind not in "iuf":
+        raise TypeError(f"param 'y' must hold integer class labels, got dtype {ya.dtype} (y[0] = {ya[0].item()!r})")
+    if ya.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):  # mod of inf / NaN, flagged by isfinite anyway
+            bad = np.flatnonzero(~np.isfinite(ya) | (np.mod(ya, 1) != 0))
+        if bad.size:
+            raise TypeError(f"param 'y' must hold integer class labels, got y[{bad[0]}] = {ya[bad[0]].item()!r}")
+    low = np.flatnonzero(ya < 0)
+    if low.size:
+        raise ValueError(f"param 'y' has a negative label y[{low[0]}] = {ya[low[0]].item()!r}")
+    high = np.flatnonzero(ya > _MAX_LABEL)
+    if high.size:
+        raise ValueError(f"param 'y' label y[{high[0]}] = {ya[high[0]].item()!r} is larger than {_MAX_LABEL}")
+    return np.ascontiguousarray(ya.astype(np.int32))
 
 
 @dataclass
@@ -203,19 +255,11 @@ class DARTS:
         image_shape: Optional[Tuple[int, ...]] = None,
     ) -> SearchResult:
         """Search on images ``X`` ([n, h, w] / [n, c, h, w], or flat rows with ``image_shape``) and integer
-        labels ``y``. ``callback(epoch_stats)`` may return False to stop early. ``progress`` shows a tqdm bar."""
-        if int(epochs) < 1:
-            raise ValueError(f"param 'epochs' = {epochs} must be >= 1")
+        labels ``y`` (integers, or floats with integral values, in [0, 2**31 - 2]); bad arguments raise
+        ValueError / TypeError naming them before the engine starts. ``callback(epoch_stats)`` may return False to stop early. ``progress`` shows a tqdm bar."""
+        epochs = _int_arg("epochs", epochs, 1)
         Xi = _as_images(X, image_shape)
-        ya = np.asarray(y)
-        if ya.ndim != 1 or ya.shape[0] != Xi.shape[0]:
-            raise ValueError(f"param 'y' must be 1-D with {Xi.shape[0]} labels, got shape {ya.shape}")
-        if not np.issubdtype(ya.dtype, np.integer):
-            if not np.all(np.equal(np.mod(ya, 1), 0)):
-                raise TypeError("param 'y' must hold integer class labels")
-        ya = np.ascontiguousarray(ya.astype(np.int32))
-        if ya.min() < 0:
-            raise ValueError(f"param 'y' has a negative label {int(ya.min())}")
+        ya = _as_labels(y, Xi.shape[0])
         classes = int(self.num_classes or int(ya.max()) + 1)
         dev = str(device).lower()
         if dev not in ("cpu", "cuda", "gpu"):
@@ -261,8 +305,9 @@ class DARTS:
 def plot_alphas(result: SearchResult, *, ax: Any = None, per_edge: bool = False):
     """Architecture weights over epochs: softmax(alpha) averaged over a cell's edges, one line per op, for
     the normal and the reduction cell (or, with ``per_edge``, one panel per edge of the normal cell).
-    Returns the matplotlib Figure."""
-    import matplotlib.pyplot as plt
+    Returns the matplotlib Figure: a new one made without pyplot, or the figure of ``ax`` (the backend and
+    pyplot's figures are left alone)."""
+    from matplotlib.figure import Figure
 
     if not result.history:
         raise ValueError("param 'result' has no epochs to plot")
@@ -272,7 +317,8 @@ def plot_alphas(result: SearchResult, *, ax: Any = None, per_edge: bool = False)
         E = a.shape[1]
         cols = min(E, 5)
         rows = (E + cols - 1) // cols
-        fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.4 * rows), squeeze=False, sharey=True)
+        fig = Figure(figsize=(3 * cols, 2.4 * rows))
+        axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
         for e in range(rows * cols):
             axx = axes[e // cols][e % cols]
             if e >= E:
@@ -286,7 +332,8 @@ def plot_alphas(result: SearchResult, *, ax: Any = None, per_edge: bool = False)
         fig.tight_layout()
         return fig
     if ax is None:
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+        fig = Figure(figsize=(10, 3.6))
+        axes = fig.subplots(1, 2, sharey=True)
     else:
         axes = ax if isinstance(ax, (list, tuple, np.ndarray)) else [ax]
         fig = axes[0].figure

@@ -3,10 +3,9 @@ callbacks) and ``trials_dataframe`` (an Optuna-like pandas table)."""
 from __future__ import annotations
 
 import datetime
-import math
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 if TYPE_CHECKING:
@@ -60,13 +59,30 @@ class RunningTrial:
 class _RunState:
     """What the workers of one ``optimize`` call share (guarded by its lock)."""
 
-    __slots__ = ("left", "stop", "error", "active")
+    __slots__ = ("left", "stop", "error", "active", "running")
 
     def __init__(self, n_trials: int) -> None:
         self.left = n_trials
         self.stop = False
         self.error: BaseException | None = None
         self.active = 0
+        # Ids of asked trials nobody has told yet. Whoever removes an id (the worker when its objective returns,
+        # or the interrupt handler) is the one that tells it, so each trial is told exactly once.
+        self.running: set[int] = set()
+
+
+#: How often the main thread wakes while worker threads run: a blocked wait would see a Ctrl-C only after
+#: every worker had ended (``_thread.interrupt_main`` does not wake a blocked lock at all).
+_POLL_SECONDS = 0.05
+
+
+def _objective_result(value: Any) -> float | list[float]:
+    if isinstance(value, (list, tuple)):
+        return [float(v) for v in value]
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"objective must return a number, got {type(value).__name__}") from None
 
 
 def _optimize(
@@ -85,6 +101,11 @@ def _optimize(
     stop early (recorded as pruned) or any other exception (recorded as failed; re-raised unless its type is
     in ``catch``). The native calls release the GIL, so threads overlap whenever ``func`` does too. Stops
     early when the search space is exhausted or ``timeout`` seconds have passed.
+
+    Ctrl-C (a ``KeyboardInterrupt``, in the objective or in the main thread while workers run) stops at once:
+    no new trial starts, every trial still running is told failed (``fail_reason`` says why), and the
+    ``KeyboardInterrupt`` is re-raised without waiting for worker threads; an objective still running in one
+    finishes in the background and its result is dropped.
 
     Each of ``callbacks`` is called as ``callback(study, trial)`` after every trial that finishes (complete,
     pruned, or failed with an exception in ``catch``), with the finished ``kt.Trial``, in the worker thread
@@ -128,15 +149,23 @@ def _optimize(
         while True:
             try:
                 trial = self.ask()
-                with lock:
-                    state.active += 1
-                return trial
             except SearchExhausted:
                 with lock:
                     if state.active == 0 or state.stop:
                         state.stop = True
                         return None
                 time.sleep(0.005)
+                continue
+            with lock:
+                stopped = state.stop
+                if not stopped:
+                    state.active += 1
+                    state.running.add(trial.id)
+            if stopped:  # asked while optimize was being stopped: never run it
+                self.tell(trial.id, state="failed")
+                self.set_user_attr(trial.id, "fail_reason", "optimize stopped before the trial ran")
+                return None
+            return trial
 
     def worker() -> None:
         while take():
@@ -155,6 +184,24 @@ def _optimize(
             if state.error is None:
                 state.error = exc
 
+    def finish(trial_id: int, *args: Any, reason: str | None = None, **kwargs: Any) -> bool:
+        # Tells the trial unless the interrupt handler already has; False then.
+        with lock:
+            if trial_id not in state.running:
+                return False
+            state.running.discard(trial_id)
+        self.tell(trial_id, *args, **kwargs)
+        if reason is not None:
+            self.set_user_attr(trial_id, "fail_reason", reason)
+        return True
+
+    def abandon_running(exc: BaseException) -> None:
+        fail(exc)
+        with lock:
+            ids = sorted(state.running)
+        for trial_id in ids:
+            finish(trial_id, state="failed", reason=f"{type(exc).__name__}: optimize stopped while the trial ran")
+
     def run_callbacks(trial_id: int) -> None:
         if not cbs:
             return
@@ -167,28 +214,27 @@ def _optimize(
             fail(exc)
 
     def run_one(trial: Any) -> None:
-        handle = RunningTrial(self, trial)
         try:
-            value = func(handle)
+            value = func(RunningTrial(self, trial))
         except TrialPruned:
-            self.tell(trial.id, state="pruned")
-        except Exception as exc:  # noqa: BLE001  (recorded, then re-raised unless caught)
-            self.tell(trial.id, state="failed")
-            self.set_user_attr(trial.id, "fail_reason", f"{type(exc).__name__}: {exc}")
-            if not isinstance(exc, catch):
+            told = finish(trial.id, state="pruned")
+        except BaseException as exc:  # noqa: BLE001  (recorded; KeyboardInterrupt and the like always stop)
+            told = finish(trial.id, state="failed", reason=f"{type(exc).__name__}: {exc}")
+            if not (isinstance(exc, Exception) and isinstance(exc, catch)):
                 fail(exc)
                 return
         else:
-            if isinstance(value, (list, tuple)):
-                self.tell(trial.id, [float(v) for v in value])
-            else:
-                try:
-                    v = float(value)
-                except (TypeError, ValueError):
-                    self.tell(trial.id, state="failed")
-                    raise TypeError(f"objective must return a number, got {type(value).__name__}") from None
-                self.tell(trial.id, v if not math.isnan(v) else float("nan"))
-        run_callbacks(trial.id)
+            try:
+                result = _objective_result(value)
+            except TypeError as exc:
+                finish(trial.id, state="failed", reason=str(exc))
+                raise
+            told = finish(trial.id, result)
+        if told:
+            run_callbacks(trial.id)
+            progress()
+
+    def progress() -> None:
         if bar is not None:
             with lock:
                 bar.update(1)
@@ -196,13 +242,27 @@ def _optimize(
                 if best is not None:
                     bar.set_postfix(best=f"{best:.6g}")
 
+    def run_threads() -> None:
+        pool = ThreadPoolExecutor(max_workers=n_jobs)
+        futures = [pool.submit(worker) for _ in range(n_jobs)]
+        try:
+            while wait(futures, timeout=_POLL_SECONDS).not_done:
+                pass
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+        for f in futures:
+            f.result()
+
     try:
         if n_jobs == 1:
             worker()
         else:
-            with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-                for f in [pool.submit(worker) for _ in range(n_jobs)]:
-                    f.result()
+            run_threads()
+    except BaseException as exc:
+        abandon_running(exc)
+        raise
     finally:
         if bar is not None:
             bar.close()

@@ -90,15 +90,13 @@ def plot_replay(results: Dict[str, dict], path: Optional[os.PathLike] = None):
     """Allocation rate and fragmentation ratio against arrived workload, one line per policy (first run of each).
 
     ``results`` maps a policy name to a replay dict (``sched.replay``) or to ``replay_seeds`` output.
-    Returns the matplotlib Figure; saves it when ``path`` is given.
+    Returns a matplotlib Figure made without pyplot (the backend and pyplot's figures are left alone; a notebook
+    shows the returned Figure); saves it when ``path`` is given.
     """
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    if path is not None:
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    fig = Figure(figsize=(10, 4))
+    ax1, ax2 = fig.subplots(1, 2)
     for pol, res in results.items():
         run = res["runs"][0] if "runs" in res else res
         xs = [p["arrived_pct"] for p in run["curve"]]

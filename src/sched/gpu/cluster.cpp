@@ -1,6 +1,8 @@
 // Cluster construction, validation, JSON round trip; request validation.
 #include "kubetune/sched/gpu/cluster.hpp"
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
@@ -77,6 +79,8 @@ int Cluster::add_node(NodeSpec spec) {
   if (spec.topology)
     KT_CHECK(spec.topology->num_gpus() == spec.num_gpus, InvalidArgument, "node '", spec.name, "': topology has ",
              spec.topology->num_gpus(), " GPUs but gpus = ", spec.num_gpus);
+  KT_CHECK(spec.cpu_milli <= std::numeric_limits<std::int64_t>::max() - total_cpu_, InvalidArgument, "node '",
+           spec.name, "': cpu_milli = ", spec.cpu_milli, " overflows the cluster's total CPU");
   int mid = -1;
   if (spec.num_gpus > 0) {
     if (spec.gpu_memory_mib == 0) spec.gpu_memory_mib = default_gpu_memory_mib(spec.model);
