@@ -6,6 +6,8 @@
 #include <new>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "kubetune/c_api.h"
 #include "kubetune/core/error.hpp"
 
@@ -36,6 +38,10 @@ char* dup_string(const std::string& s);
   }                                                                                             \
   catch (const ::kubetune::Unsupported& e) {                                                    \
     return ::kubetune::capi::set_error(KT_ERR_UNSUPPORTED, e.what(), err_out);                  \
+  }                                                                                             \
+  catch (const ::nlohmann::json::exception& e) { /* a JSON shape no explicit check caught */  \
+    return ::kubetune::capi::set_error(                                                         \
+        KT_ERR_INVALID, (std::string("malformed JSON input: ") + e.what()).c_str(), err_out);   \
   }                                                                                             \
   catch (const std::exception& e) {                                                             \
     return ::kubetune::capi::set_error(KT_ERR_INTERNAL, e.what(), err_out);                     \

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "c_api_internal.hpp"
+#include "kubetune/core/json_limits.hpp"
 #include "kubetune/core/study.hpp"
 
 struct kt_study {
@@ -17,23 +18,50 @@ using nlohmann::json;
 
 json parse(const char* text, const char* what) {
   KT_CHECK(text != nullptr, InvalidArgument, what, " must not be NULL");
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    KT_THROW(InvalidArgument, what, " is not valid JSON: ", e.what());
-  }
+  return kubetune::parse_user_json(text, what);
 }
 
 Assignment to_assignment(const json& j) {
-  KT_CHECK(j.is_object(), InvalidArgument, "params must be a JSON object, got ", j.dump());
+  KT_CHECK(j.is_object(), InvalidArgument, "params must be a JSON object, got ", kubetune::json_summary(j));
   Assignment a;
   for (const auto& [k, v] : j.items()) {
-    if (v.is_number_integer()) a.emplace_back(k, Value{v.get<std::int64_t>()});
+    if (v.is_number_integer())
+      a.emplace_back(k, Value{kubetune::checked_int<std::int64_t>(v, "parameter '" + k + "'")});
     else if (v.is_number()) a.emplace_back(k, Value{v.get<double>()});
     else if (v.is_string()) a.emplace_back(k, Value{v.get<std::string>()});
-    else KT_THROW(InvalidArgument, "parameter '", k, "': unsupported JSON value ", v.dump());
+    else KT_THROW(InvalidArgument, "parameter '", k, "': unsupported JSON value ", kubetune::json_summary(v));
   }
   return a;
+}
+
+// "searcher" / "pruner": a type name or a config object; absent or null gives `fallback` (null: none).
+json component_config(const json& cfg, const char* key, const json& fallback) {
+  auto it = cfg.find(key);
+  if (it == cfg.end() || it->is_null()) return fallback;
+  if (it->is_string()) return json{{"type", it->get<std::string>()}};
+  KT_CHECK(it->is_object(), InvalidArgument, "study config: '", key, "' must be a type name or an object, got ",
+           kubetune::json_summary(*it));
+  return *it;
+}
+
+std::vector<kubetune::Direction> directions(const json& cfg) {
+  std::vector<kubetune::Direction> dirs;
+  auto it = cfg.find("directions");
+  if (it == cfg.end()) {
+    auto d = cfg.find("direction");
+    if (d == cfg.end()) return {kubetune::Direction::Minimize};
+    KT_CHECK(d->is_string(), InvalidArgument, "study config: 'direction' must be a string, got ",
+             kubetune::json_summary(*d));
+    return {kubetune::direction_from_string(d->get<std::string>())};
+  }
+  KT_CHECK(it->is_array(), InvalidArgument, "study config: 'directions' must be a list of strings, got ",
+           kubetune::json_summary(*it));
+  for (const auto& d : *it) {
+    KT_CHECK(d.is_string(), InvalidArgument, "study config: 'directions' entries must be strings, got ",
+             kubetune::json_summary(d));
+    dirs.push_back(kubetune::direction_from_string(d.get<std::string>()));
+  }
+  return dirs;
 }
 
 json params_json(const kubetune::SearchSpace& s, const std::vector<double>& x) {
@@ -65,29 +93,21 @@ KT_API int kt_study_create(const char* config_json, kt_study** out, char** err_o
   *out = nullptr;
   kubetune::register_builtins();
   json cfg = parse(config_json, "config_json");
-  KT_CHECK(cfg.is_object(), InvalidArgument, "study config must be a JSON object");
+  KT_CHECK(cfg.is_object(), InvalidArgument, "study config must be a JSON object, got ",
+           kubetune::json_summary(cfg));
   kubetune::SearchSpace space;
   if (cfg.contains("katib_parameters")) space = kubetune::SearchSpace::from_katib(cfg["katib_parameters"]);
   else {
     KT_CHECK(cfg.contains("space"), InvalidArgument, "study config needs 'space' or 'katib_parameters'");
     space = kubetune::SearchSpace::from_json(cfg["space"]);
   }
-  json sj = cfg.value("searcher", json("random"));
-  if (sj.is_string()) sj = json{{"type", sj.get<std::string>()}};
-  std::vector<kubetune::Direction> dirs;
-  if (cfg.contains("directions")) {
-    for (const auto& d : cfg["directions"]) dirs.push_back(kubetune::direction_from_string(d.get<std::string>()));
-  } else {
-    dirs.push_back(kubetune::direction_from_string(cfg.value("direction", std::string("minimize"))));
-  }
   std::unique_ptr<kubetune::Pruner> pruner;
-  if (cfg.contains("pruner") && !cfg["pruner"].is_null()) {
-    json pj = cfg["pruner"];
-    if (pj.is_string()) pj = json{{"type", pj.get<std::string>()}};
-    pruner = kubetune::make_pruner(pj);
-  }
-  auto study = std::make_unique<kubetune::Study>(std::move(space), kubetune::make_searcher(sj), dirs,
-                                                 cfg.value("seed", std::uint64_t{0}), std::move(pruner));
+  if (json pj = component_config(cfg, "pruner", nullptr); !pj.is_null()) pruner = kubetune::make_pruner(pj);
+  const auto seed =
+      cfg.contains("seed") ? kubetune::checked_int<std::uint64_t>(cfg["seed"], "study config: 'seed'") : 0;
+  auto searcher = kubetune::make_searcher(component_config(cfg, "searcher", json{{"type", "random"}}));
+  auto study = std::make_unique<kubetune::Study>(std::move(space), std::move(searcher), directions(cfg), seed,
+                                                 std::move(pruner));
   *out = new kt_study{std::move(study)};
   KT_API_END(err_out)
 }
@@ -109,6 +129,19 @@ KT_API int kt_study_ask(kt_study* study, int n, char** trials_json, char** err_o
 KT_API int kt_study_tell(kt_study* study, int64_t trial_id, double value, char** err_out) {
   KT_API_BEGIN(err_out)
   get(study).tell(trial_id, value);
+  KT_API_END(err_out)
+}
+
+KT_API int kt_study_tell_values(kt_study* study, int64_t trial_id, const double* values, size_t n_values,
+                                char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(values != nullptr || n_values == 0, InvalidArgument, "values must not be NULL (n_values = ", n_values,
+           ")");
+  auto& s = get(study);
+  // Checked before copying: n_values comes from the caller and the study wants one per direction.
+  KT_CHECK(n_values == s.directions().size(), InvalidArgument, "trial ", trial_id, ": n_values = ", n_values,
+           " but the study has ", s.directions().size(), " directions");
+  s.tell(trial_id, std::vector<double>(values, values + n_values));
   KT_API_END(err_out)
 }
 

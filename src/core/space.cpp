@@ -151,6 +151,10 @@ void SearchSpace::validate(const Param& p) {
       if (p.step > 0 && p.high > p.low) {
         KT_CHECK(p.step <= p.high - p.low, InvalidArgument, "parameter '", n, "': step=", p.step,
                  " is larger than the range [", p.low, ", ", p.high, "]");
+        // The grid's size is counted in an int64 (cardinality, snap); beyond 2^53 points a double grid is
+        // no longer exact anyway.
+        KT_CHECK((p.high - p.low) / p.step <= kMaxIntBound, InvalidArgument, "parameter '", n, "': step=", p.step,
+                 " gives more than 2^53 grid points on [", p.low, ", ", p.high, "]");
       }
       if (p.is_log()) {
         KT_CHECK(p.low > 0, InvalidArgument, "parameter '", n, "': log-scale bounds must be > 0 (low=", p.low,
@@ -387,7 +391,10 @@ Assignment SearchSpace::to_assignment(const std::vector<double>& x) const {
 std::vector<double> SearchSpace::from_assignment(const Assignment& a) const {
   std::vector<double> x(params_.size(), kNaN);
   std::vector<bool> given(params_.size(), false);
-  for (const auto& [name, value] : a) {
+  for (const auto& entry : a) {
+    // Plain references, not a structured binding: clang < 16 cannot capture bindings in the lambda below.
+    const std::string& name = entry.first;
+    const Value& value = entry.second;
     KT_CHECK(contains(name), InvalidArgument, "unknown parameter '", name, "' in assignment");
     std::size_t i = index_of(name);
     KT_CHECK(!given[i], InvalidArgument, "parameter '", name, "' given twice");

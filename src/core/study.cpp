@@ -783,7 +783,7 @@ std::unique_ptr<Study> Study::load(const std::string& path) {
   try {
     j = parse_user_json(*text, "the study");
   } catch (const Error& e) {
-    KT_THROW(InvalidArgument, "study file '", path, "' is truncated or corrupt: ", e.what());
+    KT_THROW(InvalidArgument, "study file '", path, "': ", e.what());
   }
   FileVersion v;
   if (j.is_object() && j.contains("lineage")) {

@@ -32,6 +32,100 @@ static double branin(double x, double y) {
   return a * a + 10 * (1 - t) * cos(x) + 10;
 }
 
+/* Returns a malloc'd "<prefix><n times '['><n times ']'><suffix>" (the 75k-level document of issue #18). */
+static char* nested(const char* prefix, size_t n, const char* suffix) {
+  size_t lp = strlen(prefix), ls = strlen(suffix);
+  char* s = (char*)malloc(lp + 2 * n + ls + 1);
+  if (!s) return NULL;
+  memcpy(s, prefix, lp);
+  memset(s + lp, '[', n);
+  memset(s + lp + n, ']', n);
+  memcpy(s + lp + 2 * n, suffix, ls + 1);
+  return s;
+}
+
+/* Expects `rc` == KT_ERR_INVALID and an error message *err (freed and reset here) that contains `part`. A
+ * pointer, since the call that sets *err is an argument of this one (unsequenced with reading it). */
+static void expect_invalid(int rc, char** err, const char* part, const char* what) {
+  CHECK(rc == KT_ERR_INVALID, what);
+  CHECK(*err != NULL && strstr(*err, part) != NULL, what);
+  kt_free_string(*err);
+  *err = NULL;
+}
+
+/* Hostile input (issue #18): deep JSON, malformed shapes, oversized batches; and the multi-objective tell. */
+static void hardening_checks(void) {
+  const char* space =
+      "{\"space\": {\"parameters\": [{\"name\": \"x\", \"type\": \"double\", \"low\": 0, \"high\": 1}]}";
+  char cfg[512];
+  kt_study* st = NULL;
+  char* err = NULL;
+
+  char* deep = nested("", 75000, "");
+  expect_invalid(kt_study_create(deep, &st, &err), &err, "nests 75000 levels deep (limit 64)", "deep config");
+  CHECK(st == NULL, "no study from a deep config");
+  free(deep);
+  deep = nested("{\"space\": {\"parameters\": [{\"name\": \"x\", \"type\": \"double\", \"low\": ", 75000,
+                ", \"high\": 1}]}}");
+  expect_invalid(kt_study_create(deep, &st, &err), &err, "nests", "deep 'low' in config");
+  free(deep);
+
+  /* Malformed shapes: KT_ERR_INVALID naming the field, not KT_ERR_INTERNAL with the JSON library's text. */
+  snprintf(cfg, sizeof cfg, "%s, \"directions\": \"minimize\"}", space);
+  expect_invalid(kt_study_create(cfg, &st, &err), &err, "'directions' must be a list", "directions not a list");
+  snprintf(cfg, sizeof cfg, "%s, \"directions\": [1]}", space);
+  expect_invalid(kt_study_create(cfg, &st, &err), &err, "'directions' entries must be strings", "direction type");
+  snprintf(cfg, sizeof cfg, "%s, \"searcher\": 5}", space);
+  expect_invalid(kt_study_create(cfg, &st, &err), &err, "'searcher' must be a type name or an object", "searcher");
+  snprintf(cfg, sizeof cfg, "%s, \"seed\": -1}", space);
+  expect_invalid(kt_study_create(cfg, &st, &err), &err, "'seed' = -1", "negative seed");
+  snprintf(cfg, sizeof cfg, "%s, \"seed\": 1e300}", space);
+  expect_invalid(kt_study_create(cfg, &st, &err), &err, "'seed' = 1e+300", "huge seed");
+  expect_invalid(kt_study_create("{\"space\": {\"parameters\": [{\"type\": \"double\"}]}}", &st, &err), &err,
+                 "'name' is missing", "parameter without a name");
+  const char* no_low = "{\"space\": {\"parameters\": [{\"name\": \"x\", \"type\": \"double\", \"high\": 1}]}}";
+  expect_invalid(kt_study_create(no_low, &st, &err), &err, "parameter 'x': 'low' is missing", "parameter without low");
+  CHECK(st == NULL, "no study from a malformed config");
+
+  /* Two objectives: tell_values completes a trial; a wrong count is refused and leaves it running. */
+  snprintf(cfg, sizeof cfg, "%s, \"directions\": [\"minimize\", \"maximize\"], \"seed\": 3}", space);
+  CHECK(kt_study_create(cfg, &st, NULL) == KT_OK, "multi-objective create");
+  char* trials = NULL;
+  CHECK(kt_study_ask(st, 2, &trials, NULL) == KT_OK, "ask two");
+  kt_free_string(trials);
+  const double two[2] = {0.5, 2.0};
+  expect_invalid(kt_study_tell(st, 0, 1.0, &err), &err, "got 1", "single tell on two objectives");
+  expect_invalid(kt_study_tell_values(st, 0, two, 3, &err), &err, "n_values = 3 but the study has 2 directions",
+                 "wrong value count");
+  expect_invalid(kt_study_tell_values(st, 0, NULL, 2, &err), &err, "values must not be NULL", "NULL values");
+  CHECK(kt_study_tell_values(st, 0, two, 2, NULL) == KT_OK, "tell two values");
+  CHECK(kt_study_tell_values(st, 0, two, 2, NULL) == KT_ERR_STATE, "second tell on a finished trial");
+  const double bad[2] = {NAN, 1.0};
+  CHECK(kt_study_tell_values(st, 1, bad, 2, NULL) == KT_OK, "NaN among values fails the trial");
+  char* doc = NULL;
+  CHECK(kt_study_to_json(st, &doc, NULL) == KT_OK, "to_json");
+  CHECK(doc && strstr(doc, "\"state\":\"complete\"") && strstr(doc, "\"values\":[0.5,2.0]"), "values recorded");
+  CHECK(doc && strstr(doc, "\"state\":\"failed\""), "the NaN trial is failed");
+  kt_free_string(doc);
+
+  /* Sizes and enqueue shapes. */
+  expect_invalid(kt_study_ask(st, 2147483647, &trials, &err), &err, "limit of 100000", "ask(INT_MAX)");
+  int64_t n = 0;
+  CHECK(kt_study_n_trials(st, &n, NULL) == KT_OK && n == 2, "a refused ask adds no trials");
+  deep = nested("{\"x\": ", 75000, "}");
+  expect_invalid(kt_study_enqueue(st, deep, NULL, &err), &err, "nests", "deep enqueue");
+  free(deep);
+  expect_invalid(kt_study_enqueue(st, "[0.5]", NULL, &err), &err, "params must be a JSON object", "enqueue list");
+  expect_invalid(kt_study_enqueue(st, "{\"x\": 18446744073709551615}", NULL, &err), &err,
+                 "parameter 'x' = 18446744073709551615: out of range", "2^64-1 is not wrapped to -1");
+  expect_invalid(kt_study_enqueue(st, "{\"x\": [1, 2]}", NULL, &err), &err, "parameter 'x': unsupported JSON value",
+                 "enqueue value list");
+  kt_study_free(st);
+  CHECK(kt_study_load("/dev/zero", &st, &err) == KT_ERR_IO && st == NULL, "load /dev/zero is refused");
+  CHECK(err != NULL && strstr(err, "not a regular file") != NULL, "and says why");
+  kt_free_string(err);
+}
+
 int main(void) {
   const char* cfg =
       "{\"space\": {\"parameters\": ["
@@ -121,6 +215,7 @@ int main(void) {
     remove(lock);
   }
 
+  hardening_checks();
   printf("C API: %d checks, %d failed\n", checks, failures);
   printf("%d passed, %d failed\n", checks - failures, failures);
   return failures == 0 ? 0 : 1;

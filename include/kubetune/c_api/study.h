@@ -8,17 +8,24 @@ extern "C" {
 
 typedef struct kt_study kt_study; /* opaque; thread-safe; free with kt_study_free */
 
-/* Create a study from JSON:
+/* Every JSON text given to these functions may nest at most 64 levels deep (KT_ERR_INVALID beyond).
+ * Create a study from JSON:
  *   {"space": {"parameters": [...]}            kubetune format (or "katib_parameters": [Katib list]),
  *    "searcher": {"type": "random", ...},      or a type name string; default random,
  *    "direction": "minimize" | "maximize",     or "directions": [...],
- *    "seed": 0, "pruner": {"type": ...}}                                                         */
+ *    "seed": 0, "pruner": {"type": ...}}       seed: an integer in [0, 2^64)
+ * Malformed shapes return KT_ERR_INVALID with a message naming the field.                      */
 KT_API int kt_study_create(const char* config_json, kt_study** out, char** err_out);
 KT_API void kt_study_free(kt_study* study);
-/* Ask up to n trials; *trials_json = [{"id": 0, "params": {"x": 1.5, ...}}, ...] (fewer => exhausted). */
+/* Ask up to n trials, 1 <= n <= 100000; *trials_json = [{"id": 0, "params": {"x": 1.5, ...}}, ...]
+ * (fewer => exhausted). */
 KT_API int kt_study_ask(kt_study* study, int n, char** trials_json, char** err_out);
 /* Record an objective value (NaN/inf records the trial as failed). */
 KT_API int kt_study_tell(kt_study* study, int64_t trial_id, double value, char** err_out);
+/* Multi-objective tell: values[0..n_values) in the order of the study's "directions"; n_values must equal
+ * their number (KT_ERR_INVALID otherwise, the trial left running). Any NaN/inf records the trial as failed. */
+KT_API int kt_study_tell_values(kt_study* study, int64_t trial_id, const double* values, size_t n_values,
+                                char** err_out);
 /* Finish a trial as "failed" or "pruned". */
 KT_API int kt_study_tell_state(kt_study* study, int64_t trial_id, const char* state, char** err_out);
 KT_API int kt_study_report(kt_study* study, int64_t trial_id, int64_t step, double value, char** err_out);

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,19 @@ inline std::int64_t integer(const nlohmann::json& v, const std::string& key) {
   KT_CHECK(std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15, InvalidArgument, "setting '", key,
            "' = ", json_summary(v), " must be an integer");
   return static_cast<std::int64_t>(d);
+}
+
+/// Integer setting that must fit T (int, std::size_t, ...): 4294967298 for an int is refused, never wrapped.
+template <class T>
+T integer_as(const nlohmann::json& v, const std::string& key) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+  const std::int64_t i = integer(v, key);
+  const bool fits = std::is_signed_v<T> ? i >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+                                              i <= static_cast<std::int64_t>(std::numeric_limits<T>::max())
+                                        : i >= 0 && static_cast<std::uint64_t>(i) <= std::numeric_limits<T>::max();
+  KT_CHECK(fits, InvalidArgument, "setting '", key, "' = ", i, " is out of range (allowed ",
+           +std::numeric_limits<T>::min(), "..", +std::numeric_limits<T>::max(), ")");
+  return static_cast<T>(i);
 }
 
 /// Non-negative integer (exact up to 2^64 - 1) from a JSON number or string.
