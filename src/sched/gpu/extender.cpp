@@ -64,25 +64,6 @@ const json* go_field(const json& j, std::string_view key) {
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-int json_depth(std::string_view text) noexcept {
-  int depth = 0, deepest = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 void ExtenderConfig::validate() const {
   KT_CHECK(gpu_mem_unit_mib > 0, InvalidArgument, "gpu_mem_unit_mib = ", gpu_mem_unit_mib, " must be > 0");
   KT_CHECK(max_priority > 0, InvalidArgument, "max_priority = ", max_priority, " must be > 0");

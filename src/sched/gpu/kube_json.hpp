@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kubetune/core/json_limits.hpp"  // json_depth
 #include "kubetune/sched/gpu/cluster.hpp"
 #include "kubetune/sched/gpu/extender.hpp"
 

@@ -99,9 +99,6 @@ struct ExtenderStatus {
 Request request_from_pod_json(const std::string& pod_json, const ExtenderConfig& cfg = {});
 /// Kubernetes quantities: "500m", "2", "1.5", "4Gi", "512Mi", "1G", "100M", "1000k".
 double parse_quantity(const std::string& q);
-/// Deepest nesting of arrays/objects in a JSON text (a linear scan that skips strings; no parse), to refuse
-/// hostile bodies before a parser recurses into them.
-int json_depth(std::string_view text) noexcept;
 
 /// kube-scheduler's extender v1 verbs over an allocator, plus the cluster state kept from the Kubernetes API.
 ///
