@@ -22,9 +22,15 @@ std::uint64_t sat_mul(std::uint64_t a, std::uint64_t b) {
 }
 std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) { return a > kSat - b ? kSat : a + b; }
 
+/// Most values one grid axis may hold (8 bytes each): a 3e9-value integer axis would ask for 24 GB.
+constexpr std::uint64_t kMaxAxisValues = 10'000'000;
+
 // Values of parameter p on the grid.
 std::vector<double> make_axis(const Param& p, const GridSearch::Config& c) {
   std::vector<double> axis;
+  if (p.type != ParamType::Double || p.step > 0)
+    KT_CHECK(p.cardinality() <= kMaxAxisValues, InvalidArgument, "grid: parameter '", p.name, "' has ",
+             p.cardinality(), " values, more than the ", kMaxAxisValues, " one grid axis may hold (give it a step)");
   switch (p.type) {
     case ParamType::Discrete:
     case ParamType::Categorical: {

@@ -31,9 +31,9 @@ bool rung_value(const Trial& t, double budget, double* v) {
 ASHARungs parse_rungs(const nlohmann::json& j, ASHARungs r) {
   if (auto* v = md::find(j, {"min_resource", "r_min"})) r.min_resource = md::number(*v, "min_resource");
   if (auto* v = md::find(j, {"max_resource", "r_l", "R"})) r.max_resource = md::number(*v, "max_resource");
-  if (auto* v = md::find(j, {"eta", "reduction_factor"})) r.eta = static_cast<int>(md::integer(*v, "eta"));
+  if (auto* v = md::find(j, {"eta", "reduction_factor"})) r.eta = md::integer_as<int>(*v, "eta");
   if (auto* v = md::find(j, {"min_early_stopping_rate", "s"}))
-    r.min_early_stopping_rate = static_cast<int>(md::integer(*v, "min_early_stopping_rate"));
+    r.min_early_stopping_rate = md::integer_as<int>(*v, "min_early_stopping_rate");
   return r;
 }
 
@@ -144,7 +144,7 @@ std::unique_ptr<Pruner> HyperbandPruner::from_json(const nlohmann::json& j) {
   Config c;
   if (auto* v = md::find(j, {"min_resource", "r_min"})) c.min_resource = md::number(*v, "min_resource");
   if (auto* v = md::find(j, {"max_resource", "r_l", "R"})) c.max_resource = md::number(*v, "max_resource");
-  if (auto* v = md::find(j, {"eta", "reduction_factor"})) c.eta = static_cast<int>(md::integer(*v, "eta"));
+  if (auto* v = md::find(j, {"eta", "reduction_factor"})) c.eta = md::integer_as<int>(*v, "eta");
   if (auto* v = md::find(j, {"mode"})) {
     std::string m = md::string(*v, "mode");
     KT_CHECK(m == "exact" || m == "optuna", InvalidArgument, "hyperband pruner: setting 'mode' = '", m,

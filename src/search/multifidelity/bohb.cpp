@@ -118,12 +118,12 @@ std::unique_ptr<Searcher> BOHB::from_json(const nlohmann::json& j) {
   if (!h.contains("n_iterations")) c.n_iterations = 0;
   Options o;
   if (auto* v = md::find(j, {"top_n_percent"})) o.top_n_percent = md::number(*v, "top_n_percent");
-  if (auto* v = md::find(j, {"num_samples"})) o.num_samples = static_cast<int>(md::integer(*v, "num_samples"));
+  if (auto* v = md::find(j, {"num_samples"})) o.num_samples = md::integer_as<int>(*v, "num_samples");
   if (auto* v = md::find(j, {"random_fraction"})) o.random_fraction = md::number(*v, "random_fraction");
   if (auto* v = md::find(j, {"bandwidth_factor"})) o.bandwidth_factor = md::number(*v, "bandwidth_factor");
   if (auto* v = md::find(j, {"min_bandwidth"})) o.min_bandwidth = md::number(*v, "min_bandwidth");
   if (auto* v = md::find(j, {"min_points_in_model"}))
-    o.min_points_in_model = static_cast<int>(md::integer(*v, "min_points_in_model"));
+    o.min_points_in_model = md::integer_as<int>(*v, "min_points_in_model");
   return std::make_unique<BOHB>(c, o);
 }
 

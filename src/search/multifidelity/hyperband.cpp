@@ -150,11 +150,11 @@ Hyperband::Config Hyperband::parse_config(const nlohmann::json& j, const std::st
   if (auto* v = md::find(j, {"min_resource"})) c.min_resource = md::number(*v, "min_resource");
   if (auto* v = md::find(j, {"eta", "reduction_factor"})) {
     // Katib validates eta with int(float(eta)) and falls back to 3 when <= 0; we reject instead.
-    c.eta = static_cast<int>(md::integer(*v, "eta"));
+    c.eta = md::integer_as<int>(*v, "eta");
   }
   if (auto* v = md::find(j, {"mode", "rounding"})) c.mode = bracket_mode_from_string(md::string(*v, "mode"));
   if (auto* v = md::find(j, {"n_iterations"})) c.n_iterations = md::integer(*v, "n_iterations");
-  if (auto* v = md::find(j, {"bracket"})) c.bracket = static_cast<int>(md::integer(*v, "bracket"));
+  if (auto* v = md::find(j, {"bracket"})) c.bracket = md::integer_as<int>(*v, "bracket");
   return c;
 }
 

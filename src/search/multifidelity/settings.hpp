@@ -19,6 +19,7 @@ using settings::boolean;
 using settings::check_keys;
 using settings::find;
 using settings::integer;
+using settings::integer_as;
 using settings::number;
 using settings::string;
 

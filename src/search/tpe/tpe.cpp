@@ -99,7 +99,9 @@ std::size_t TPEConfig::n_below(std::size_t n) const {
 }
 
 void TPEConfig::validate() const {
-  KT_CHECK(n_ei_candidates >= 1, InvalidArgument, "tpe: n_ei_candidates = ", n_ei_candidates, " must be >= 1");
+  // Each ask scores every candidate against every kernel: beyond 10^6 an ask would take minutes (Optuna uses 24).
+  KT_CHECK(n_ei_candidates >= 1 && n_ei_candidates <= 1'000'000, InvalidArgument, "tpe: n_ei_candidates = ",
+           n_ei_candidates, " must be in [1, 1000000]");
   KT_CHECK(std::isfinite(gamma) && gamma > 0.0, InvalidArgument, "tpe: gamma = ", gamma, " must be > 0");
   KT_CHECK(std::isfinite(refine_scale) && refine_scale > 0.0, InvalidArgument, "tpe: refine_scale = ", refine_scale,
            " must be > 0");

@@ -234,3 +234,17 @@ TEST(Hyperband, DoubleResourceAndMaximize) {
     EXPECT_EQ(up[0].x[1], 1.0);
   }
 }
+
+TEST(Hyperband, IntegerSettingsOutsideIntAreRefusedNotWrapped) {
+  search::register_multifidelity();
+  auto refused = [](const char* key, const nlohmann::json& value) {
+    try {
+      make_searcher({{"type", "hyperband"}, {"r_l", "81"}, {"resource_name", "e"}, {key, value}});
+    } catch (const kubetune::InvalidArgument& e) {
+      return std::string(e.what()).find(std::string("'") + key + "'") != std::string::npos;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused("eta", "4294967298"));  // 2^32 + 2 used to become eta = 2
+  EXPECT_TRUE(refused("bracket", 4294967296.0));
+}

@@ -281,3 +281,15 @@ TEST(Grid, ConcurrentAsksNeverDuplicate) {
   EXPECT_EQ(got.size(), 100u);
   EXPECT_EQ(uniq.size(), 100u);
 }
+
+TEST(Grid, AHugeAxisIsRefusedNamingTheParameter) {
+  SearchSpace s;
+  s.add_int("n", 0, 3'000'000'000LL);
+  try {
+    Study st(s, grid());
+    (void)st.ask();
+    FAIL() << "expected an error";
+  } catch (const kubetune::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'n' has 3000000001 values"), std::string::npos) << e.what();
+  }
+}

@@ -766,3 +766,11 @@ TEST(TPE, ReusedSearcherMatchesAFreshOneWhateverTheHistoryDoes) {
     check("appended after repair");
   }
 }
+
+TEST(TPE, CandidateCountIsBounded) {
+  TPEConfig c;
+  c.n_ei_candidates = 1'000'000'000'000'000ULL;  // 1e15 once made an ask run for ever
+  EXPECT_THROW(c.validate(), InvalidArgument);
+  c.n_ei_candidates = 1'000'000;
+  EXPECT_NO_THROW(c.validate());
+}
