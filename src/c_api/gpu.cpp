@@ -77,6 +77,7 @@ KT_API int kt_gpu_place(kt_gpu_allocator* a, const char* request_json, int node,
   KT_API_BEGIN(err_out)
   KT_CHECK(a && request_json && placement_json_out, InvalidArgument,
            "allocator, request_json and placement_json_out must not be NULL");
+  KT_CHECK(node >= -1, InvalidArgument, "node = ", node, " must be a node index or -1 (let the policy choose)");
   const g::Request r = g::request_from_json(request_json);
   auto p = node >= 0 ? a->alloc->place_on(r, node) : a->alloc->place(r);
   *placement_json_out = kubetune::capi::dup_string(p ? placement_json(*a->alloc, *p).dump() : json{{"placed", false}}.dump());

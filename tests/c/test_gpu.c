@@ -33,6 +33,10 @@ int main(void) {
   CHECK(err != NULL && strstr(err, "gpus") != NULL);
   kt_free_string(err);
   err = NULL;
+  CHECK(kt_gpu_place(a, "{\"name\":\"q\",\"gpu_memory_mib\":8192}", -5, &out, &err) == KT_ERR_INVALID);
+  CHECK(err != NULL && strstr(err, "node = -5") != NULL);
+  kt_free_string(err);
+  err = NULL;
   CHECK(kt_gpu_release(a, 999, NULL) == KT_ERR_NOT_FOUND);
   CHECK(kt_gpu_release(a, 1, NULL) == KT_OK);
   CHECK(kt_gpu_check_invariants(a, NULL) == KT_OK);

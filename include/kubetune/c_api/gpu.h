@@ -25,7 +25,8 @@ KT_API void kt_gpu_allocator_free(kt_gpu_allocator* a);
 
 /* request_json: {"name","cpu_milli","memory_mib","gpu_count","gpu_milli","gpu_memory_mib","compute_milli",
  * "models":[...],"mig_profile","gang"}. *placement_json_out receives {"placed":true, "id",...,"node_name"} or
- * {"placed":false}. node >= 0 places on that node only (a bind); -1 lets the policy choose. */
+ * {"placed":false}. node >= 0 places on that node only (a bind); -1 lets the policy choose; any other negative
+ * value is KT_ERR_INVALID. */
 KT_API int kt_gpu_place(kt_gpu_allocator* a, const char* request_json, int node, char** placement_json_out,
                         char** err_out);
 /* members_json: [request, ...]; preference: "pack" | "spread" | "none" (NULL = "pack"). All or nothing:
