@@ -1,6 +1,7 @@
 // Erlang B/C recursions, M/M/c waiting/response tails, latency-SLO sizing and square-root staffing.
 #include "kubetune/sched/autoscale/queueing.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -10,8 +11,9 @@ namespace kubetune::sched::autoscale {
 
 namespace {
 void check(std::int64_t c, double a) {
-  KT_CHECK(c >= 0, InvalidArgument, "servers = ", c, " must be >= 0");
-  KT_CHECK(std::isfinite(a) && a >= 0, InvalidArgument, "load = ", a, " must be finite and >= 0");
+  KT_CHECK(c >= 0 && c <= kMaxServers, InvalidArgument, "servers = ", c, " must be in [0, ", kMaxServers, "]");
+  KT_CHECK(std::isfinite(a) && a >= 0 && a <= static_cast<double>(kMaxServers), InvalidArgument, "load = ", a,
+           " must be finite and in [0, ", kMaxServers, "] Erlangs");
 }
 void check_s(double s) {
   KT_CHECK(std::isfinite(s) && s > 0, InvalidArgument, "service_time = ", s, " must be > 0");
@@ -45,8 +47,8 @@ double norm_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 double erlang_b(std::int64_t servers, double load) {
   check(servers, load);
   double b = 1.0;
-  for (std::int64_t k = 1; k <= servers; ++k) b = load * b / (static_cast<double>(k) + load * b);
-  return b;
+  for (std::int64_t k = 1; k <= servers && b > 0; ++k) b = load * b / (static_cast<double>(k) + load * b);
+  return b;  // once B underflows to 0 it stays 0
 }
 
 double erlang_c(std::int64_t servers, double load) {
@@ -99,6 +101,8 @@ std::int64_t min_servers_for_slo(double load, double service_time, const Latency
   check(0, load);
   check_s(service_time);
   slo.validate();
+  KT_CHECK(max_servers >= 1 && max_servers <= kMaxServers, InvalidArgument, "max_servers = ", max_servers,
+           " must be in [1, ", kMaxServers, "]");
   if (load == 0) return 0;
   if (slo.on_response_time) {
     // Even with no wait, P(service > latency) = exp(-latency / s) must be below 1 - quantile.
@@ -124,7 +128,9 @@ std::int64_t min_replicas_for_slo(double arrival_rate, double service_time, std:
   const double load = arrival_rate * service_time;
   // The SLO metrics improve monotonically with c, so the smallest multiple of `concurrency` at or above the
   // smallest feasible c is the answer.
-  const std::int64_t c = min_servers_for_slo(load, service_time, slo, max_replicas * concurrency);
+  KT_CHECK(max_replicas >= 1, InvalidArgument, "max_replicas = ", max_replicas, " must be >= 1");
+  const std::int64_t replicas = std::min<std::int64_t>(max_replicas, kMaxServers / concurrency);
+  const std::int64_t c = min_servers_for_slo(load, service_time, slo, std::max<std::int64_t>(1, replicas * concurrency));
   return (c + concurrency - 1) / concurrency;
 }
 

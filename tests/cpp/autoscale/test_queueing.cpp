@@ -1,6 +1,8 @@
 // Tests of the queueing maths: Erlang B/C recursions against closed forms and the published Erlang C example.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <random>
 
@@ -118,4 +120,16 @@ TEST(Queueing, SquareRootStaffing) {
   EXPECT_NEAR(alpha, 1.0 / (1.0 + 0.8413447460685429 / 0.24197072451914337), 1e-12);
   EXPECT_NEAR(erlang_c(sqrt_staffing(400.0, 1.0), 400.0), alpha, 0.02);
   EXPECT_THROW(halfin_whitt_beta(1.0), kubetune::InvalidArgument);
+}
+
+TEST(Queueing, HugeInputsAreRefusedOrAnsweredAtOnce) {
+  // These once ran the recursion 10^18 times.
+  EXPECT_THROW(erlang_b(1'000'000'000'000'000'000LL, 5.0), kubetune::InvalidArgument);
+  EXPECT_THROW(erlang_c(10, 1e300), kubetune::InvalidArgument);
+  EXPECT_THROW(min_servers_for_slo(10.0, 0.1, LatencySlo{}, 1'000'000'000'000LL), kubetune::InvalidArgument);
+  // Far more servers than load: B underflows to 0 within a few thousand steps and the answer is immediate.
+  EXPECT_EQ(erlang_b(kMaxServers, 5.0), 0.0);
+  // A replica cap beyond the server cap is clamped, not an overflow.
+  EXPECT_EQ(min_replicas_for_slo(100.0, 0.1, 1, LatencySlo{}, std::numeric_limits<std::int64_t>::max()),
+            min_replicas_for_slo(100.0, 0.1, 1, LatencySlo{}, 1000));
 }

@@ -5,6 +5,10 @@
 
 namespace kubetune::sched::autoscale {
 
+/// Largest server count (and offered load in Erlangs) the recursions accept: they take one step per server, and
+/// 10^8 steps are about a second. InvalidArgument beyond.
+inline constexpr std::int64_t kMaxServers = 100'000'000;
+
 /// Erlang B blocking probability of `servers` servers offered `load` Erlangs (A = arrival rate x mean
 /// service time), by the stable recursion B(0) = 1, B(k) = A B(k-1) / (k + A B(k-1)) (Erlang 1917).
 double erlang_b(std::int64_t servers, double load);
