@@ -533,6 +533,7 @@ json Extender::Impl::bind(const ExtenderConfig& cfg_, const json& args) {
   }
   PodRecord& rec = it->second;
   im.set_state(rec, State::kBound);
+  if (!rec.uid.empty()) im.uid_key[rec.uid] = key;  // preemption names victims by UID
   rec.by_us = true;
   rec.since = Impl::now();
   ++im.n.bind_ok;

@@ -397,3 +397,15 @@ TEST(ExtenderProtocol, FilterFastPathMatchesTheDomReplyByteForByte) {
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(json::parse(r.body)["Error"], "request body is not JSON: " + parse_error);
 }
+
+TEST(ExtenderProtocol, PreemptFindsByUidAPodBoundWithoutAFilter) {
+  auto ex = synced({kube_node("a", 1, 16)});
+  auto w = std::make_shared<RecordingWriter>();
+  w->pods["ml/fetched"] = kube_pod("fetched", 16);
+  ex->set_writer(w);
+  ASSERT_EQ(json::parse(ex->bind(bind_args("fetched", "a").dump()))["Error"], "");  // read from the API server
+  const json args = {{"Pod", kube_pod("urgent", 8)},
+                     {"NodeNameToMetaVictims", {{"a", {{"Pods", {{{"UID", "uid-fetched"}}}}, {"NumPDBViolations", 0}}}}}};
+  const json r = json::parse(ex->preempt(args.dump()));
+  EXPECT_EQ(r["NodeNameToMetaVictims"].size(), 1u) << r.dump();  // evicting it frees the GPU
+}
