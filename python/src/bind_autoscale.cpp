@@ -11,6 +11,7 @@
 #include "kubetune/sched/autoscale/kpa.hpp"
 #include "kubetune/sched/autoscale/queueing.hpp"
 #include "kubetune/sched/autoscale/simulate.hpp"
+#include "kubetune/sched/autoscale/throttler.hpp"
 #include "kubetune/sched/autoscale/window.hpp"
 
 namespace kubetune::python {
@@ -177,6 +178,31 @@ void bind_autoscale(py::module_& parent) {
   m.def("resolve_initial_scale", &as::resolve_initial_scale, py::arg("config"), py::arg("revision"));
   m.def("compute_num_activators", &as::compute_num_activators, py::arg("ready_pods"), py::arg("spec"));
   m.attr("MIN_ACTIVATORS") = as::kMinActivators;
+
+  py::class_<as::ThrottlerInput>(m, "ThrottlerInput", "What one activator knows when it sizes its throttler")
+      .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::ThrottlerInput>(kw, "ThrottlerInput"); }))
+      RW(as::ThrottlerInput, backends) RW(as::ThrottlerInput, pod_trackers)
+      RW(as::ThrottlerInput, container_concurrency) RW(as::ThrottlerInput, activator_count)
+      RW(as::ThrottlerInput, activator_index) RW(as::ThrottlerInput, via_cluster_ip);
+  py::class_<as::ThrottlerShare>(m, "ThrottlerShare", "One activator's breaker capacity and owned pod trackers")
+      .def_readonly("capacity", &as::ThrottlerShare::capacity)
+      .def_readonly("infinite_breaker", &as::ThrottlerShare::infinite_breaker)
+      .def_readonly("breaker_capacity", &as::ThrottlerShare::breaker_capacity)
+      .def_readonly("tracker_capacity", &as::ThrottlerShare::tracker_capacity)
+      .def_readonly("slice_begin", &as::ThrottlerShare::slice_begin)
+      .def_readonly("slice_end", &as::ThrottlerShare::slice_end)
+      .def_readonly("remnant", &as::ThrottlerShare::remnant)
+      .def_property_readonly("assigned", &as::ThrottlerShare::assigned)
+      .def_property_readonly("tracker_indices", &as::ThrottlerShare::tracker_indices);
+  m.def("throttler_share", &as::throttler_share, py::arg("input"));
+  m.def(
+      "pick_tracker_indices",
+      [](std::int64_t trackers, std::int64_t self_index, std::int64_t activators) {
+        const as::TrackerSlice t = as::pick_tracker_indices(trackers, self_index, activators);
+        return py::make_tuple(t.begin, t.end, t.remnants);
+      },
+      py::arg("trackers"), py::arg("self_index"), py::arg("activators"), "(begin, end, remnants)");
+  m.attr("REVISION_MAX_CONCURRENCY") = as::kRevisionMaxConcurrency;
   m.attr("TICK_INTERVAL_SECONDS") = as::kTickIntervalSeconds;
 
   py::class_<as::ScaleResult>(m, "ScaleResult")
@@ -277,11 +303,14 @@ void bind_autoscale(py::module_& parent) {
       .def_readonly("applied", &as::ScalerStep::applied)
       .def_readonly("replicas", &as::ScalerStep::replicas)
       .def_readonly("proxy_mode", &as::ScalerStep::proxy_mode)
-      .def_readonly("state", &as::ScalerStep::state);
+      .def_readonly("state", &as::ScalerStep::state)
+      .def_readonly("requeue_after_s", &as::ScalerStep::requeue_after_s)
+      .def_readonly("probe_activator", &as::ScalerStep::probe_activator);
   py::class_<as::KpaScaler>(m, "KpaScaler", "KPA scaler: bounds, initial scale, scale-to-zero gating, PA state")
       .def(py::init<const as::KpaConfig&, const as::KpaRevision&, double, std::int32_t>(), py::arg("config"),
            py::arg("revision"), py::arg("now") = 0.0, py::arg("initial_replicas") = -1)
-      .def("reconcile", &as::KpaScaler::reconcile, py::arg("now"), py::arg("decision"), py::arg("ready_pods"))
+      .def("reconcile", &as::KpaScaler::reconcile, py::arg("now"), py::arg("decision"), py::arg("ready_pods"),
+           py::arg("activator_probe") = std::nullopt)
       .def_property_readonly("state", &as::KpaScaler::state)
       .def_property_readonly("replicas", &as::KpaScaler::replicas)
       .def_property_readonly("proxy_mode", &as::KpaScaler::proxy_mode)

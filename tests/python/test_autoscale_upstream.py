@@ -105,3 +105,33 @@ def test_hpa_fleet_batch_matches_single_controllers():
         fleet.reconcile(0.0, np.ones(3, np.int32), np.ones(3, np.int32))
     with pytest.raises(ValueError, match=r"current_replicas\[0\]"):
         fleet.reconcile(0.0, np.full(n, -1, np.int32), np.ones(n, np.int32))
+
+
+def _result(desired):
+    r = a.ScaleResult()
+    r.desired_pod_count, r.scale_valid = desired, True
+    return r
+
+
+def test_scaler_requeue_and_probe_actions():
+    # kpa/scaler_test.go:TestScaler rows (stable window 300 s, grace 60 s), driven through the bindings.
+    cfg = a.KpaConfig(stable_window=300.0, scale_to_zero_grace_period=60.0)
+    sc = a.KpaScaler(cfg, a.KpaRevision(), 0.0, 1)
+    sc.reconcile(0.0, _result(1), 1)
+    # .../waits to scale to zero (just before idle period): keep 1 pod, come back in 1 s.
+    step = sc.reconcile(299.0, _result(0), 1)
+    assert (step.want, step.applied, step.requeue_after_s, step.probe_activator) == (1, True, 1.0, False)
+    step = sc.reconcile(300.0, _result(0), 1)  # .../waits to scale to zero after idle period
+    assert step.state == a.PaState.inactive and step.requeue_after_s == -1.0
+    # .../scale to zero after grace period, but fail prober: the async probe is asked for, nothing applied.
+    probe = a.KpaScaler(cfg, a.KpaRevision(), 0.0, 1)
+    probe.reconcile(0.0, _result(1), 1)
+    probe.reconcile(300.0, _result(0), 1)
+    step = probe.reconcile(360.0, _result(0), 1, activator_probe=False)
+    assert step.probe_activator and not step.applied and probe.replicas == 1
+    # .../scale to zero after grace period (prober succeeds).
+    step = sc.reconcile(360.0, _result(0), 1, activator_probe=True)
+    assert step.applied and step.replicas == 0 and not step.probe_activator
+    # .../waits to scale to zero while activating until after deadline exceeded: re-enqueue after 630 s.
+    step = a.KpaScaler(cfg, a.KpaRevision(), 0.0, 1).reconcile(315.0, _result(0), 0)
+    assert (step.want, step.requeue_after_s) == (-1, a.KpaConfig().activation_timeout)

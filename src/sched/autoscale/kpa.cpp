@@ -618,39 +618,78 @@ void KpaScaler::set_state(PaState s, double now) {
   }
 }
 
-std::pair<std::int32_t, bool> KpaScaler::handle_scale_to_zero(double now, std::int32_t desired) const {
-  if (desired != 0) return {desired, true};
-  if (!cfg_.enable_scale_to_zero) return {1, true};
+// kpa/scaler.go handleScaleToZero: the scale to apply (want, applied) and upstream's enqueueCB / probe actions.
+ScalerStep KpaScaler::handle_scale_to_zero(double now, std::int32_t desired,
+                                           std::optional<bool> activator_probe) const {
+  ScalerStep r;
+  r.want = desired;
+  r.applied = true;
+  if (desired != 0) return r;
+  if (!cfg_.enable_scale_to_zero) {
+    r.want = 1;
+    return r;
+  }
   const double in_state = now - state_since_;
   switch (state_) {
     case PaState::kActivating:
-      // Stuck activating past the progress deadline: give up and scale to zero.
-      if (in_state > cfg_.activation_timeout) return {desired, true};
-      return {-1, false};
+      // Stuck activating past the progress deadline: give up and scale to zero. Otherwise look again once a
+      // whole activation timeout has passed (upstream re-enqueues after the full timeout, not the remainder).
+      if (in_state > cfg_.activation_timeout) return r;
+      r.want = -1;
+      r.applied = false;
+      r.requeue_after_s = cfg_.activation_timeout;
+      return r;
     case PaState::kActive:
-      // Mark inactive (want 0, not applied) only after a whole stable window of activity; until then keep 1.
-      if (in_state >= stable_window_) return {desired, false};
-      return {1, true};
-    case PaState::kInactive: {
-      // Activator must be in the path: guaranteed with TBC = -1, else probed (here: SKS in proxy mode).
-      const bool activator_in_path = tbc_ == -1 || proxy_;
-      if (!activator_in_path) return {desired, false};
-      const double max_to = std::max(cfg_.scale_to_zero_grace_period, retention_);
-      if (in_state >= max_to) return {desired, true};
-      if (retention_ > 0 && in_state < retention_) return {desired, false};
-      const double proxy_for = proxy_ ? now - proxy_since_ : 0.0;
-      if (cfg_.scale_to_zero_grace_period - proxy_for <= 0) return {desired, true};
-      return {desired, false};
-    }
+      // Mark inactive (want 0, not applied) only after a whole stable window of activity; until then keep 1
+      // and come back when the window ends. An SKS already in proxy mode will not trigger a reconcile itself.
+      if (in_state >= stable_window_) {
+        r.applied = false;
+        if (proxy_) r.requeue_after_s = kProxyModeRequeueSeconds;
+        return r;
+      }
+      r.want = 1;
+      r.requeue_after_s = stable_window_ - in_state;
+      return r;
+    case PaState::kInactive:
+      return handle_inactive(now, in_state, activator_probe, r);
   }
-  return {desired, true};
+  return r;
 }
 
-ScalerStep KpaScaler::reconcile(double now, const ScaleResult& decision, std::int32_t ready_pods) {
+// The Active=False branch of kpa/scaler.go handleScaleToZero; `r` arrives as (0, applied).
+ScalerStep KpaScaler::handle_inactive(double now, double in_state, std::optional<bool> activator_probe,
+                                      ScalerStep r) const {
+  // Activator must be in the path: guaranteed with TBC = -1, else probed (unless given: SKS in proxy mode).
+  const bool activator_in_path = tbc_ == -1 || activator_probe.value_or(proxy_);
+  if (!activator_in_path) {
+    r.applied = false;
+    r.probe_activator = true;
+    return r;
+  }
+  if (in_state >= std::max(cfg_.scale_to_zero_grace_period, retention_)) return r;
+  r.applied = false;
+  // The pod retention period is a hard deadline: come back when it ends, whatever the network state.
+  if (retention_ > 0 && in_state < retention_) {
+    r.requeue_after_s = retention_ - in_state;
+    return r;
+  }
+  const double proxy_for = proxy_ ? now - proxy_since_ : 0.0;
+  const double wait = cfg_.scale_to_zero_grace_period - proxy_for;
+  if (wait <= 0) {
+    r.applied = true;
+    return r;
+  }
+  r.requeue_after_s = wait;
+  return r;
+}
+
+ScalerStep KpaScaler::reconcile(double now, const ScaleResult& decision, std::int32_t ready_pods,
+                                std::optional<bool> activator_probe) {
   KT_CHECK(ready_pods >= 0, InvalidArgument, "ready_pods = ", ready_pods, " must be >= 0");
   std::int32_t desired = decision.scale_valid ? decision.desired_pod_count : -1;
   std::int32_t want = desired;
   bool applied = false;
+  ScalerStep actions;  // requeue / probe of handleScaleToZero
   if (!(desired < 0 && state_ != PaState::kActivating)) {
     auto [mn, mx] = scale_bounds();
     // kpa/scaler.go scale: until the initial scale has been reached once it is a lower bound, except for an
@@ -658,9 +697,9 @@ ScalerStep KpaScaler::reconcile(double now, const ScaleResult& decision, std::in
     if (initial_scale_ > 1 && !initialized_ && rev_.reachable) mn = std::max(initial_scale_, mn);
     if (desired < mn) desired = mn;
     else if (mx != 0 && desired > mx) desired = mx;
-    auto [w, apply] = handle_scale_to_zero(now, desired);
-    want = w;
-    if (apply) {
+    actions = handle_scale_to_zero(now, desired, activator_probe);
+    want = actions.want;
+    if (actions.applied) {
       replicas_ = want;
       applied = true;
     }
@@ -680,7 +719,7 @@ ScalerStep KpaScaler::reconcile(double now, const ScaleResult& decision, std::in
   } else if (want > 0 || state_ != PaState::kInactive) {
     set_state(PaState::kActive, now);
   }
-  return ScalerStep{want, applied, replicas_, proxy_, state_};
+  return ScalerStep{want, applied, replicas_, proxy_, state_, actions.requeue_after_s, actions.probe_activator};
 }
 
 // ------------------------------------------------------------------------------------------- KpaAutoscaler

@@ -202,3 +202,131 @@ TEST(UpstreamParity, ExternalPerPodUsageSaturates) {
   // Two series that overflow when summed saturate too (the sum's clamp of the same function).
   EXPECT_EQ(external_average_value_replicas(2, {kMax64, 5}, 1).usage, kMax64);
 }
+
+namespace {
+
+// An active PA (Active since t = 0) and one marked inactive at t = 300 after a whole stable window; marking it
+// inactive also puts the SKS in proxy mode from t = 300 on.
+KpaScaler active_at_zero(const KpaConfig& cfg, const KpaRevision& rev = {}, std::int32_t start_replicas = 1) {
+  KpaScaler sc(cfg, rev, 0.0, start_replicas);
+  sc.reconcile(0, kOne, 1);
+  return sc;
+}
+KpaScaler inactive_at_300(const KpaConfig& cfg, const KpaRevision& rev = {}) {
+  KpaScaler sc = active_at_zero(cfg, rev);
+  sc.reconcile(300, kZero, 1);
+  return sc;
+}
+
+struct ActionRow {
+  const char* upstream;
+  ScalerStep got;
+  std::int32_t want;
+  bool applied;         // upstream wantScaling
+  double requeue_after;  // upstream wantCBCount 1 <=> >= 0
+  bool probe;            // upstream wantAsyncProbeCount
+};
+
+}  // namespace
+
+TEST(UpstreamParity, ScalerRequeueAndProbeActions) {
+  const KpaConfig cfg = scaler_test_config();
+  KpaRevision window45;  // paStableWindow
+  window45.window = 45;
+  const ScaleResult short_burst{1, -1, 2, true, false};  // negative excess burst capacity: SKS to proxy mode
+  const auto with_retention = [&](double cm, std::optional<double> pa) {
+    KpaConfig c = cfg;
+    c.scale_to_zero_pod_retention_period = cm;
+    KpaRevision r;
+    r.scale_to_zero_pod_retention_period = pa;
+    return inactive_at_300(c, r).reconcile(360, kZero, 1);
+  };
+  const auto proxy_long = [&](double retention) {
+    KpaConfig c = cfg;
+    c.scale_to_zero_pod_retention_period = retention;
+    KpaScaler sc = active_at_zero(c);
+    sc.reconcile(240, short_burst, 1);  // SKS proxying from 240, a minute before the PA goes inactive
+    sc.reconcile(300, kZero, 1);
+    return sc.reconcile(359, kZero, 1);
+  };
+  const auto proxied_while_active = [&] {
+    KpaScaler sc(cfg, {}, 0.0, 1);
+    sc.reconcile(0, short_burst, 1);
+    return sc.reconcile(300, kZero, 1);
+  };
+  KpaRevision tbc_unlimited;
+  tbc_unlimited.target_burst_capacity = -1;
+  KpaRevision initial2;
+  initial2.initial_scale = 2;
+  const auto initial_attained = [&] {
+    KpaScaler sc(cfg, initial2, 0.0, 2);
+    sc.reconcile(0, ScaleResult{2, 0, 2, true, false}, 2);  // initial scale reached, active since 0
+    return sc.reconcile(120, kZero, 2);
+  };
+  const auto initial_zero = [&] {
+    KpaConfig c = cfg;
+    c.allow_zero_initial_scale = true;
+    KpaRevision r;
+    r.initial_scale = 0;
+    KpaScaler sc(c, r, 0.0, 0);
+    sc.reconcile(0, kZero, 0);  // initial scale 0 is reached at once: the PA goes inactive at 0
+    return sc.reconcile(0, kZero, 0, true);
+  };
+  const auto activating_for = [&](double t) { return KpaScaler(cfg, {}, 0.0, 1).reconcile(t, kZero, 0); };
+
+  const char* f = "kpa/scaler_test.go:TestScaler/";
+  const std::vector<ActionRow> rows = {
+      {"waits to scale to zero (just before idle period)", active_at_zero(cfg).reconcile(299, kZero, 1), 1, true, 1,
+       false},
+      {"waits to scale to zero (just before idle period), custom PA window",
+       active_at_zero(cfg, window45).reconcile(44, kZero, 1), 1, true, 1, false},
+      {"custom PA window, check for standard window, no probe", active_at_zero(cfg, window45).reconcile(300, kZero, 1),
+       0, false, -1, false},
+      {"scale to 1 waiting for idle expires", active_at_zero(cfg, {}, 10).reconcile(299, kZero, 1), 1, true, 1, false},
+      {"waits to scale to zero after idle period", active_at_zero(cfg).reconcile(300, kZero, 1), 0, false, -1, false},
+      {"waits to scale to zero after idle period; sks in proxy mode", proxied_while_active(), 0, false,
+       3.0, false},
+      {"waits to scale to zero after idle period (custom PA window)",
+       active_at_zero(cfg, window45).reconcile(45, kZero, 1), 0, false, -1, false},
+      {"can scale to zero after grace period, but 0 PA retention", with_retention(120, 0.0), 0, true, -1, false},
+      {"can't scale to zero after grace period, but before last pod retention", with_retention(120, std::nullopt), 0,
+       false, 60, false},
+      {"can't scale to zero after grace period, but before last pod retention, pa defined", with_retention(0, 120.0), 0,
+       false, 60, false},
+      {"scale to zero after grace period, and after last pod retention", with_retention(60, std::nullopt), 0, true, -1,
+       false},
+      {"scale to zero after grace period", inactive_at_300(cfg).reconcile(360, kZero, 1), 0, true, -1, false},
+      // Upstream's SKS here is still serving (proxied 0 s, re-enqueue after the whole 60 s grace); in kubetune's
+      // timeline the SKS has proxied since the PA went inactive, so the wait left is 1 s. Same action.
+      {"waits to scale to zero (just before grace period)", inactive_at_300(cfg).reconcile(359, kZero, 1), 0, false, 1,
+       false},
+      {"waits to scale to zero (just before grace period, sks short)", inactive_at_300(cfg).reconcile(359, kZero, 1), 0,
+       false, 1, false},
+      {"waits to scale to zero (just before grace period, sks in proxy long) and last pod timeout positive",
+       proxy_long(42), 0, true, -1, false},
+      {"waits to scale to zero (just before grace period, sks in proxy long)", proxy_long(0), 0, true, -1, false},
+      // The prober must not be consulted with TBC = -1: a failing result passed in is ignored.
+      {"scale to zero with TBC=-1", inactive_at_300(cfg, tbc_unlimited).reconcile(360, kZero, 1, false), 0, true, -1,
+       false},
+      {"scale to zero after grace period, but fail prober", inactive_at_300(cfg).reconcile(360, kZero, 1, false), 0,
+       false, -1, true},
+      {"scale to zero after grace period, but wrong prober response",
+       inactive_at_300(cfg).reconcile(360, kZero, 1, false), 0, false, -1, true},
+      {"waits to scale to zero while activating until after deadline exceeded", activating_for(315), -1, false, 630,
+       false},
+      {"scale to zero while activating after deadline exceeded", activating_for(631), 0, true, -1, false},
+      {"initial scale attained, but now time to scale down", initial_attained(), 1, true, 180, false},
+      {"reaching initial scale zero", initial_zero(), 0, false, 60, false},
+  };
+  for (const ActionRow& r : rows) {
+    EXPECT_EQ(r.got.want, r.want) << f << r.upstream;
+    EXPECT_EQ(r.got.applied, r.applied) << f << r.upstream;
+    EXPECT_DOUBLE_EQ(r.got.requeue_after_s, r.requeue_after) << f << r.upstream;
+    EXPECT_EQ(r.got.probe_activator, r.probe) << f << r.upstream;
+  }
+  // Scaling up never re-enqueues or probes (kpa/scaler_test.go:TestScaler/scale up inactive revision).
+  const ScalerStep up = inactive_at_300(cfg).reconcile(330, ScaleResult{10, 0, 2, true, false}, 1);
+  EXPECT_EQ(up.replicas, 10);
+  EXPECT_EQ(up.requeue_after_s, -1.0);
+  EXPECT_FALSE(up.probe_activator);
+}

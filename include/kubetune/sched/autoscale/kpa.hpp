@@ -34,6 +34,10 @@ inline constexpr std::int32_t kMinActivators = 2;
 /// Activation timeout = progress deadline (pkg/deployment/config.go ProgressDeadlineDefault, 600 s) + the
 /// activationTimeoutBuffer of pkg/reconciler/autoscaling/kpa/scaler.go (30 s).
 inline constexpr double kDefaultActivationTimeoutSeconds = 630.0;
+/// Re-enqueue delay of an active PA that may deactivate while the SKS is already in proxy mode
+/// (pkg/reconciler/autoscaling/kpa/scaler.go handleScaleToZero: 3 s, "long enough to ensure current iteration
+/// is finished").
+inline constexpr double kProxyModeRequeueSeconds = 3.0;
 
 /// Cluster-wide autoscaler settings (ConfigMap `config-autoscaler`), defaults as in Knative Serving 1.x
 /// (pkg/autoscaler/config/config.go). Durations in seconds; fractions, not percentages, where upstream stores
@@ -235,19 +239,28 @@ struct ScalerStep {
   std::int32_t replicas = 0;    // deployment replicas after this step
   bool proxy_mode = false;      // activator in the request path (SKS proxy mode)
   PaState state = PaState::kActivating;
+  /// Reconcile this PA again after this many seconds (upstream's enqueueCB); -1 = no re-enqueue asked.
+  double requeue_after_s = -1.0;
+  /// Start the asynchronous activator probe (upstream probeManager.Offer): the PA is inactive and the activator
+  /// was not found in the request path, so scale-to-zero waits for the probe's result.
+  bool probe_activator = false;
 };
 
 /// The KPA reconciler's scaling half (pkg/reconciler/autoscaling/kpa scaler.go + kpa.go), as a state
 /// machine with explicit time: applies min/max scale and initial scale, gates scale-to-zero (active for a
 /// stable window -> inactive -> activator in path for the grace period and past the pod retention period),
-/// times out stuck activations, tracks the PA's Active condition and the SKS mode. The activator probe is
-/// modelled as "SKS has been in proxy mode" (always true with TBC = -1).
+/// times out stuck activations, tracks the PA's Active condition and the SKS mode, and returns upstream's
+/// re-enqueue and activator-probe actions. Unless the caller passes its result, the activator probe is modelled
+/// as "SKS has been in proxy mode" (always true with TBC = -1).
 class KpaScaler {
  public:
   KpaScaler(const KpaConfig& config, const KpaRevision& revision, double now = 0.0,
             std::int32_t initial_replicas = -1);
-  /// One reconcile at `now` with the decider's result and the current ready pod count.
-  ScalerStep reconcile(double now, const ScaleResult& decision, std::int32_t ready_pods);
+  /// One reconcile at `now` with the decider's result and the current ready pod count. `activator_probe` is the
+  /// outcome of upstream's synchronous activator probe (consulted only while inactive and TBC != -1); unset, it
+  /// is modelled as "SKS is in proxy mode".
+  ScalerStep reconcile(double now, const ScaleResult& decision, std::int32_t ready_pods,
+                       std::optional<bool> activator_probe = std::nullopt);
 
   PaState state() const { return state_; }
   double state_since() const { return state_since_; }
@@ -258,7 +271,8 @@ class KpaScaler {
   std::pair<std::int32_t, std::int32_t> scale_bounds() const;
 
  private:
-  std::pair<std::int32_t, bool> handle_scale_to_zero(double now, std::int32_t desired) const;
+  ScalerStep handle_scale_to_zero(double now, std::int32_t desired, std::optional<bool> activator_probe) const;
+  ScalerStep handle_inactive(double now, double in_state, std::optional<bool> activator_probe, ScalerStep r) const;
   std::int32_t active_threshold() const;
   void set_state(PaState s, double now);
 
