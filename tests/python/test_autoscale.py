@@ -175,3 +175,11 @@ def test_demo_prints_table(capsys):
     a._demo(quick=True)
     out = capsys.readouterr().out
     assert "kpa" in out and "hpa" in out and "slo" in out and "0.17413" in out
+
+
+def test_every_native_name_is_reexported():
+    from kubetune import _kubetune
+    import kubetune.autoscale as autoscale
+    native = {n for n in dir(_kubetune.autoscale) if not n.startswith("_")}
+    assert native <= set(autoscale.__all__)
+    assert all(getattr(autoscale, n) is getattr(_kubetune.autoscale, n) for n in native)

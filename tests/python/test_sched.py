@@ -338,3 +338,9 @@ def test_device_plugin_bad_input_names_the_field():
                                      gpu_memory_per_device=16)
     with pytest.raises(ValueError, match="gpu_memory_per_device"):
         sched.device_plugin_allocate([1], [], [], gpu_memory_per_device=True)
+
+
+def test_every_native_name_is_reexported():
+    from kubetune import _kubetune
+    native = {n for n in dir(_kubetune.sched) if not n.startswith("_")}
+    assert native <= set(sched.__all__) and all(getattr(sched, n) is getattr(_kubetune.sched, n) for n in native)

@@ -15,13 +15,44 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .._kubetune import sched as _native
+from .._kubetune.sched import (  # the C++ side, re-exported explicitly so type checkers see it
+    Allocator as Allocator,
+    Cluster as Cluster,
+    Extender as Extender,
+    ExtenderHttpServer as ExtenderHttpServer,
+    GPU_MEM_RESOURCE as GPU_MEM_RESOURCE,
+    KubeWriter as KubeWriter,
+    Request as Request,
+    Snapshot as Snapshot,
+    gpushare_allocate_json as gpushare_allocate_json,
+    load_trace_cluster as load_trace_cluster,
+    load_trace_pods as load_trace_pods,
+    mig_feasible_starts as mig_feasible_starts,
+    mig_models as mig_models,
+    mig_profile as mig_profile,
+    policy_names as policy_names,
+    replay as replay,
+    synthetic_trace as synthetic_trace,
+)
 
-for _name in dir(_native):
-    if not _name.startswith("_"):
-        globals()[_name] = getattr(_native, _name)
-del _name
-
-__all__ = [n for n in dir(_native) if not n.startswith("_")] + [
+__all__ = [
+    "Allocator",
+    "Cluster",
+    "Extender",
+    "ExtenderHttpServer",
+    "GPU_MEM_RESOURCE",
+    "KubeWriter",
+    "Request",
+    "Snapshot",
+    "gpushare_allocate_json",
+    "load_trace_cluster",
+    "load_trace_pods",
+    "mig_feasible_starts",
+    "mig_models",
+    "mig_profile",
+    "policy_names",
+    "replay",
+    "synthetic_trace",
     "ExtenderServer",
     "device_plugin_allocate",
     "shared_data_dir",
