@@ -446,6 +446,12 @@ void KpaDecider::update(const DeciderSpec& spec) {
 }
 
 ScaleResult KpaDecider::decide(double now, std::int32_t ready_pods, double observed_stable, double observed_panic) {
+  // A NaN or infinity would reach the int casts below (undefined behaviour). Slightly negative averages (rounding
+  // of concurrency minus proxied concurrency) are fine: they clamp to the scale-down limit, as upstream's do.
+  KT_CHECK(std::isfinite(now), InvalidArgument, "now = ", now, " must be finite");
+  KT_CHECK(ready_pods >= 0, InvalidArgument, "ready_pods = ", ready_pods, " must be >= 0");
+  KT_CHECK(std::isfinite(observed_stable), InvalidArgument, "observed_stable = ", observed_stable, " must be finite");
+  KT_CHECK(std::isfinite(observed_panic), InvalidArgument, "observed_panic = ", observed_panic, " must be finite");
   const DeciderSpec& s = spec_;
   const double ready = std::max(1.0, static_cast<double>(ready_pods));
   // At least one more pod can always be added, at least one can be removed (upstream comments).
@@ -553,6 +559,10 @@ KpaMetricCollector::KpaMetricCollector(double stable_window, double panic_window
 }
 
 void KpaMetricCollector::record(const Stat& s) {
+  for (const auto& [name, v] : {std::pair{"time", s.time}, {"concurrency", s.concurrency},
+                                {"proxied_concurrency", s.proxied_concurrency}, {"request_count", s.request_count},
+                                {"proxied_request_count", s.proxied_request_count}})
+    KT_CHECK(std::isfinite(v), InvalidArgument, "stat ", name, " = ", v, " must be finite");
   const double conc = s.concurrency - s.proxied_concurrency;
   const double rps = s.request_count - s.proxied_request_count;
   conc_stable_.record(s.time, conc);

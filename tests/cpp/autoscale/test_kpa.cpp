@@ -1,6 +1,8 @@
 // Tests of the Knative KPA rules: config defaults/validation, targets, decider (panic, rates, delay, EBC), scaler.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <random>
 #include <string>
 
@@ -476,4 +478,19 @@ TEST(KpaAutoscaler, RpsMetricAndSpecUpdate) {
   EXPECT_EQ(d.decide(0, 10, 700, 700).desired_pod_count, 10);
   EXPECT_EQ(d.decide(10, 10, 0, 0).desired_pod_count, 10);  // held by the new 20 s delay
   EXPECT_EQ(d.decide(20, 10, 0, 0).desired_pod_count, 0);
+}
+
+TEST(Kpa, NonFiniteInputsAreRefusedAndChangeNothing) {
+  KpaDecider d(DeciderSpec{});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(d.decide(0.0, 1, nan, 1.0), kubetune::InvalidArgument);
+  EXPECT_THROW(d.decide(0.0, 1, 1.0, std::numeric_limits<double>::infinity()), kubetune::InvalidArgument);
+  EXPECT_THROW(d.decide(nan, 1, 1.0, 1.0), kubetune::InvalidArgument);
+  EXPECT_THROW(d.decide(0.0, -1, 1.0, 1.0), kubetune::InvalidArgument);
+  KpaMetricCollector c(60.0, 10.0);
+  Stat st;
+  st.time = 1.0;
+  st.concurrency = nan;
+  EXPECT_THROW(c.record(st), kubetune::InvalidArgument);
+  EXPECT_FALSE(c.concurrency(1.0).has_data);  // nothing was recorded
 }
