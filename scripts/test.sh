@@ -18,4 +18,8 @@ if command -v nvcc >/dev/null 2>&1 && [[ "${KUBETUNE_SKIP_CUDA_CHECK:-0}" != 1 ]
 fi
 echo "== pytest"
 PYTHONPATH="$ROOT/python" "$ROOT/.venv/bin/python" -m pytest -q tests/python
+if [[ "${CI:-}" == "true" ]] && command -v clang++-14 >/dev/null 2>&1; then
+  echo "== fuzz (libFuzzer + ASan/UBSan, 20 s per target; longer runs: scripts/fuzz.sh 600)"
+  bash scripts/fuzz.sh 20
+fi
 echo "[test] all suites passed in $(( $(date +%s) - start )) s"

@@ -354,12 +354,12 @@ std::string Extender::Impl::filter(const ExtenderConfig& cfg_, ExtenderArgsView&
     }
     out += R"(],"Nodes":null})";
   } else {  // not nodeCacheCapable: the kept v1.Node objects, as sent
-    const json& items = *go_field(*go_field(args.rest, "Nodes"), "items");
+    const json* items = go_field(*go_field(args.rest, "Nodes"), "items");  // absent: no candidates, none kept
     json kept = json::array();
     std::size_t j = 0;
     for (std::size_t k = 0; k < idx.size() && j < ok.size(); ++k)
       if (idx[k] == ok[j]) {
-        kept.push_back(items[static_cast<std::size_t>(pos[k])]);
+        kept.push_back((*items)[static_cast<std::size_t>(pos[k])]);
         ++j;
       }
     out += R"(,"NodeNames":null,"Nodes":)";

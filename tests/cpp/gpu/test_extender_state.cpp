@@ -409,3 +409,10 @@ TEST(ExtenderProtocol, PreemptFindsByUidAPodBoundWithoutAFilter) {
   const json r = json::parse(ex->preempt(args.dump()));
   EXPECT_EQ(r["NodeNameToMetaVictims"].size(), 1u) << r.dump();  // evicting it frees the GPU
 }
+
+TEST(ExtenderProtocol, NodesWithoutItemsKeepsNothing) {  // found by tests/fuzz/fuzz_extender.cpp (UBSan)
+  auto ex = synced({kube_node("a", 1, 16)});
+  const json f = json::parse(ex->filter(json{{"Pod", kube_pod("p", 4)}, {"Nodes", json::object()}}.dump()));
+  EXPECT_EQ(f["Error"], "");
+  EXPECT_EQ(f["Nodes"]["items"], json::array());
+}
