@@ -421,16 +421,8 @@ void bind_gpu(py::module_& parent) {
       .def("metrics_text", &g::Extender::metrics_text)
       .def("status", [](const g::Extender& e) {
         const g::ExtenderStatus s = e.status();
-        const g::ExtenderCounters& c = s.counters;
         py::dict counters;
-        for (const auto& [k, v] : std::initializer_list<std::pair<const char*, std::int64_t>>{
-                 {"filter", c.filter}, {"prioritize", c.prioritize}, {"bind", c.bind}, {"preempt", c.preempt},
-                 {"bad_requests", c.bad_requests}, {"bind_ok", c.bind_ok}, {"bind_failed", c.bind_failed},
-                 {"rollbacks", c.rollbacks}, {"bind_conflicts", c.bind_conflicts}, {"releases", c.releases},
-                 {"pin_conflicts", c.pin_conflicts}, {"syncs", c.syncs}, {"node_events", c.node_events},
-                 {"pod_events", c.pod_events}, {"rebuilds", c.rebuilds}, {"pending_expired", c.pending_expired},
-                 {"bad_objects", c.bad_objects}})
-          counters[k] = v;
+        s.counters.each([&](const char* k, std::int64_t v) { counters[k] = v; });
         py::dict d;
         d["ready"] = s.ready;
         d["nodes"] = s.nodes;

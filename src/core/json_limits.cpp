@@ -41,9 +41,9 @@ int json_depth(const nlohmann::json& j, int stop_after) noexcept {
   return deepest;
 }
 
-void check_json_depth(std::string_view text, const std::string& what) {
+void check_json_depth(std::string_view text, const std::string& what, int limit) {
   const int d = json_depth(text);
-  KT_CHECK(d <= kMaxJsonDepth, InvalidArgument, what, " nests ", d, " levels deep (limit ", kMaxJsonDepth, ")");
+  KT_CHECK(d <= limit, InvalidArgument, what, " nests ", d, " levels deep (limit ", limit, ")");
 }
 
 void check_json_depth(const nlohmann::json& j, const std::string& what) {

@@ -29,7 +29,7 @@ int json_depth(std::string_view text) noexcept;
 int json_depth(const nlohmann::json& j, int stop_after = kMaxJsonDepth) noexcept;
 
 /// Throws InvalidArgument ("<what> nests N levels deep (limit 64)") when text/value nests beyond kMaxJsonDepth.
-void check_json_depth(std::string_view text, const std::string& what);
+void check_json_depth(std::string_view text, const std::string& what, int limit = kMaxJsonDepth);
 void check_json_depth(const nlohmann::json& j, const std::string& what);
 
 /// Parses user JSON text after the depth and size checks; InvalidArgument naming `what` on any failure.

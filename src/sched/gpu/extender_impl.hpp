@@ -94,7 +94,7 @@ struct Extender::Impl {
 
   // ---- pods (callers hold alloc_mu shared or exclusive, and pods_mu)
   /// Places a kBound record's pod in `a` (pinned to its GPUs when recorded); false on a conflict.
-  bool place_record(Allocator& a, const std::string& key, PodRecord& rec);
+  bool place_record(Allocator& a, PodRecord& rec);
   /// The record of key, created pending (not yet filtered: since = 0) when absent.
   PodRecord& record(const std::string& key);
   void set_state(PodRecord& rec, PodRecord::State s);
@@ -104,7 +104,7 @@ struct Extender::Impl {
 
   // ---- nodes (caller holds alloc_mu exclusive)
   /// A new allocator over `specs` with every bound record placed again and the unhealthy GPUs marked.
-  void rebuild(const ExtenderConfig& cfg);
+  void rebuild();
 };
 
 }  // namespace kubetune::sched::gpu

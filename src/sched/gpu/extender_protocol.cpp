@@ -262,9 +262,7 @@ ExtenderReply Extender::handle(std::string_view verb, std::string_view body) {
                                          std::to_string(cfg_.max_body_bytes)}})};
   }
   try {
-    const int depth = json_depth(body);
-    KT_CHECK(depth <= cfg_.max_json_depth, InvalidArgument, "request JSON nests ", depth,
-             " levels deep (limit ", cfg_.max_json_depth, ")");
+    check_json_depth(body, "request JSON", cfg_.max_json_depth);
     if (v <= 1) {  // ExtenderArgs
       ExtenderArgsView view = parse_extender_args(body);
       KT_CHECK(view.rest.is_object(), InvalidArgument, "request body must be a JSON object");

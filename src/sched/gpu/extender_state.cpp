@@ -14,7 +14,7 @@ using State = PodRecord::State;
 
 namespace {
 json parse_object(std::string_view text, const char* what, int max_depth) {
-  KT_CHECK(json_depth(text) <= max_depth, InvalidArgument, what, " JSON nests deeper than ", max_depth, " levels");
+  check_json_depth(text, std::string(what) + " JSON", max_depth);
   json j;
   try {
     j = json::parse(text);
@@ -133,7 +133,7 @@ void Extender::Impl::sweep_pending(const ExtenderConfig& cfg, double t) {
   n.pending_expired += static_cast<std::int64_t>(expired.size());
 }
 
-bool Extender::Impl::place_record(Allocator& a, const std::string& key, PodRecord& rec) {
+bool Extender::Impl::place_record(Allocator& a, PodRecord& rec) {
   rec.placed = false;
   const int i = a.cluster().find_node(rec.node);
   if (i < 0) return true;  // its node is not (yet) known: placed when it is
@@ -148,14 +148,13 @@ bool Extender::Impl::place_record(Allocator& a, const std::string& key, PodRecor
     ++n.pin_conflicts;
     return false;
   }
-  (void)key;
   rec.placed = true;
   rec.gpus = p->gpus;
   rec.mig_start = p->mig_start;
   return true;
 }
 
-void Extender::Impl::rebuild(const ExtenderConfig&) {
+void Extender::Impl::rebuild() {
   Cluster c;
   std::vector<NodeSpec> kept;
   for (const NodeSpec& s : specs) {
@@ -174,8 +173,10 @@ void Extender::Impl::rebuild(const ExtenderConfig&) {
       for (int g : gpus)
         if (g < a->cluster().node(i).num_gpus) a->set_gpu_health(i, g, false);
   }
-  for (auto& [key, rec] : pods)
-    if (rec.state == State::kBound || (rec.state == State::kBinding && rec.placed)) place_record(*a, key, rec);
+  for (auto& entry : pods) {
+    PodRecord& rec = entry.second;
+    if (rec.state == State::kBound || (rec.state == State::kBinding && rec.placed)) place_record(*a, rec);
+  }
   alloc = std::move(a);
   ++n.rebuilds;
 }
@@ -229,7 +230,7 @@ void Extender::sync(std::string_view node_list_json, std::string_view pod_list_j
   }
   im.specs = std::move(specs);
   im.unhealthy = std::move(unhealthy);
-  im.rebuild(cfg_);
+  im.rebuild();
   ++im.n.syncs;
   ready_ = true;
 }
@@ -249,7 +250,7 @@ void Extender::node_event(std::string_view type, std::string_view node_json) {
     if (it == im.specs.end()) return;
     im.specs.erase(it);
     im.unhealthy.erase(name);
-    im.rebuild(cfg_);
+    im.rebuild();
     return;
   }
   NodeSpec spec = node_spec_from_kube_node(n, cfg_.gpu_mem_unit_mib);
@@ -266,7 +267,7 @@ void Extender::node_event(std::string_view type, std::string_view node_json) {
   if (it != im.specs.end()) *it = spec;  // resized, relabelled
   else im.specs.push_back(spec);
   im.unhealthy[spec.name] = std::move(bad);
-  im.rebuild(cfg_);
+  im.rebuild();
 }
 
 void Extender::pod_event(std::string_view type, std::string_view pod_json) {
@@ -302,7 +303,7 @@ void Extender::pod_event(std::string_view type, std::string_view pod_json) {
   PodRecord fresh = bound_record(std::move(s));
   if (!fresh.uid.empty()) im.uid_key[fresh.uid] = key;
   PodRecord& r = im.pods.emplace(key, std::move(fresh)).first->second;
-  im.place_record(*im.alloc, key, r);
+  im.place_record(*im.alloc, r);
 }
 
 // ---------------------------------------------------------------- status and metrics
@@ -321,10 +322,23 @@ ExtenderStatus Extender::status() const {
     for (const auto& [key, rec] : im.pods) st.binding += rec.state == State::kBinding ? 1 : 0;
   }
   const auto& n = im.n;
-  st.counters = ExtenderCounters{n.filter,   n.prioritize,  n.bind,          n.preempt, n.bad_requests,
-                                 n.bind_ok,  n.bind_failed, n.rollbacks,     n.bind_conflicts,
-                                 n.releases, n.pin_conflicts, n.syncs,       n.node_events,
-                                 n.pod_events, n.rebuilds,  n.pending_expired, n.bad_objects};
+  st.counters = ExtenderCounters{.filter = n.filter,
+                                 .prioritize = n.prioritize,
+                                 .bind = n.bind,
+                                 .preempt = n.preempt,
+                                 .bad_requests = n.bad_requests,
+                                 .bind_ok = n.bind_ok,
+                                 .bind_failed = n.bind_failed,
+                                 .rollbacks = n.rollbacks,
+                                 .bind_conflicts = n.bind_conflicts,
+                                 .releases = n.releases,
+                                 .pin_conflicts = n.pin_conflicts,
+                                 .syncs = n.syncs,
+                                 .node_events = n.node_events,
+                                 .pod_events = n.pod_events,
+                                 .rebuilds = n.rebuilds,
+                                 .pending_expired = n.pending_expired,
+                                 .bad_objects = n.bad_objects};
   return st;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kubetune/sched/gpu/allocator.hpp"
@@ -79,6 +80,19 @@ struct ExtenderCounters {
   std::int64_t bind_ok = 0, bind_failed = 0, rollbacks = 0, bind_conflicts = 0;
   std::int64_t releases = 0, pin_conflicts = 0, syncs = 0, node_events = 0, pod_events = 0, rebuilds = 0;
   std::int64_t pending_expired = 0, bad_objects = 0;
+
+  /// f(name, value) for every counter, in declaration order (the bindings' dict keys).
+  template <class F>
+  void each(F&& f) const {
+    for (const auto& [name, v] : {std::pair{"filter", filter}, {"prioritize", prioritize}, {"bind", bind},
+                                  {"preempt", preempt}, {"bad_requests", bad_requests}, {"bind_ok", bind_ok},
+                                  {"bind_failed", bind_failed}, {"rollbacks", rollbacks},
+                                  {"bind_conflicts", bind_conflicts}, {"releases", releases},
+                                  {"pin_conflicts", pin_conflicts}, {"syncs", syncs}, {"node_events", node_events},
+                                  {"pod_events", pod_events}, {"rebuilds", rebuilds},
+                                  {"pending_expired", pending_expired}, {"bad_objects", bad_objects}})
+      f(name, v);
+  }
 };
 
 struct ExtenderStatus {
