@@ -3,7 +3,7 @@
 # system packages (apt-get) and a Python virtualenv at .venv with the build/test dependencies.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-APT_PKGS=(build-essential cmake ccache libeigen3-dev libboost-graph-dev nlohmann-json3-dev liblbfgspp-dev
+APT_PKGS=(build-essential cmake ccache libeigen3-dev libxsimd-dev libboost-graph-dev nlohmann-json3-dev liblbfgspp-dev
           libgtest-dev libgmock-dev libbenchmark-dev libomp-dev python3-venv python3-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -498,22 +498,26 @@ TEST(TPE, ConditionalSpaceNeverImputesAndFindsTheBetterBranch) {
     if (x[0] == 0) return 1.0 + 0.1 * std::pow(std::log10(x[1]) - 1, 2);
     return std::pow((x[2] - 12) / 10, 2) + std::pow((x[3] - 300) / 300, 2);
   };
+  // Trials 40-79 on the better branch, averaged over 10 seeds (one seed's count is too noisy to test: over
+  // seeds 0-39 it ranges 17-38, mean 26 multivariate and 27.5 univariate; random choice gives 20).
   for (bool mv : {false, true}) {
-    TPEConfig c;
-    c.multivariate = mv;
-    Study st(sp, std::make_unique<TPE>(c), {Direction::Minimize}, 11);
     int forest_late = 0;
-    for (int i = 0; i < 80; ++i) {
-      Trial t = st.ask(1).at(0);
-      // Exactly the active parameters carry values (Study also validates this).
-      EXPECT_EQ(std::isnan(t.x[1]), t.x[0] != 0);
-      EXPECT_EQ(std::isnan(t.x[2]), t.x[0] != 1);
-      EXPECT_EQ(std::isnan(t.x[3]), t.x[0] != 1);
-      if (i >= 40 && t.x[0] == 1) ++forest_late;
-      st.tell(t.id, f(t.x));
+    for (std::uint64_t seed = 0; seed < 10; ++seed) {
+      TPEConfig c;
+      c.multivariate = mv;
+      Study st(sp, std::make_unique<TPE>(c), {Direction::Minimize}, seed);
+      for (int i = 0; i < 80; ++i) {
+        Trial t = st.ask(1).at(0);
+        // Exactly the active parameters carry values (Study also validates this).
+        EXPECT_EQ(std::isnan(t.x[1]), t.x[0] != 0);
+        EXPECT_EQ(std::isnan(t.x[2]), t.x[0] != 1);
+        EXPECT_EQ(std::isnan(t.x[3]), t.x[0] != 1);
+        if (i >= 40 && t.x[0] == 1) ++forest_late;
+        st.tell(t.id, f(t.x));
+      }
+      EXPECT_LT(st.best()->values[0], 0.05) << "multivariate=" << mv << " seed=" << seed;
     }
-    EXPECT_GE(forest_late, 26) << "multivariate=" << mv;  // random: 20 of 40
-    EXPECT_LT(st.best()->values[0], 0.05);
+    EXPECT_GE(forest_late, 240) << "multivariate=" << mv;  // random: 200 of 400
   }
 }
 

@@ -1,0 +1,245 @@
+// ParzenEstimator::fit: weights, kernel centres, widths (neighbour distances or Scott's rule) and the
+// per-kernel constants that log_pdf() adds up. The formulas are Optuna 5.0's `_ParzenEstimator`.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kubetune/core/error.hpp"
+#include "kubetune/search/parzen.hpp"
+#include "simd.hpp"
+
+namespace kubetune::search {
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kLogSqrt2Pi = 0.91893853320467274178;
+constexpr double kMinSigma = 1e-12;  // Optuna's EPS: the smallest width without the magic clip
+
+double step_of(const ParzenDim& pd) { return pd.kind == ParzenDim::Kind::Discrete ? pd.step : 0.0; }
+}  // namespace
+
+ParzenDim ParzenDim::continuous(double low, double high) {
+  ParzenDim d;
+  d.kind = Kind::Continuous;
+  d.low = low;
+  d.high = high;
+  return d;
+}
+
+ParzenDim ParzenDim::discrete(double low, double high, double step) {
+  ParzenDim d;
+  d.kind = Kind::Discrete;
+  d.low = low;
+  d.high = high;
+  d.step = step;
+  return d;
+}
+
+ParzenDim ParzenDim::categorical(std::size_t n_choices) {
+  ParzenDim d;
+  d.kind = Kind::Categorical;
+  d.n_choices = n_choices;
+  d.low = 0.0;
+  d.high = static_cast<double>(n_choices) - 1.0;
+  return d;
+}
+
+void ParzenEstimator::check_dims(const std::vector<ParzenDim>& dims) const {
+  KT_CHECK(!dims.empty(), InvalidArgument, "parzen: at least one dimension is required");
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    const ParzenDim& pd = dims[d];
+    switch (pd.kind) {
+      case ParzenDim::Kind::Continuous:
+        KT_CHECK(std::isfinite(pd.low) && std::isfinite(pd.high) && pd.low < pd.high, InvalidArgument,
+                 "parzen: dimension ", d, " has empty range [", pd.low, ", ", pd.high, "]");
+        break;
+      case ParzenDim::Kind::Discrete:
+        KT_CHECK(std::isfinite(pd.low) && std::isfinite(pd.high) && pd.low <= pd.high, InvalidArgument,
+                 "parzen: dimension ", d, " has empty range [", pd.low, ", ", pd.high, "]");
+        KT_CHECK(pd.step > 0.0 && std::isfinite(pd.step), InvalidArgument, "parzen: dimension ", d,
+                 " has step = ", pd.step, " (must be > 0)");
+        break;
+      case ParzenDim::Kind::Categorical:
+        KT_CHECK(pd.n_choices >= 1, InvalidArgument, "parzen: dimension ", d, " has n_choices = 0");
+        break;
+    }
+  }
+}
+
+void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n,
+                          const double* weights, const ParzenOptions& opt, const std::size_t* order) {
+  KT_CHECK(std::isfinite(opt.prior_weight) && opt.prior_weight > 0.0, InvalidArgument,
+           "parzen: prior_weight = ", opt.prior_weight, " must be > 0");
+  check_dims(dims);
+  dims_ = dims;
+  prior_weight_ = opt.prior_weight;
+  const std::size_t D = dims.size();
+  k_ = n + 1;
+  stride_ = simd::padded(k_);
+  // Every entry below k_ is written by the steps below; padding kernels get finite constants (base -inf).
+  for (auto [table, pad] : {std::pair{&mu_, 0.0}, {&sigma_, 1.0}, {&coef_, 0.0}, {&lz_, 0.0}}) {
+    table->resize(D * stride_);
+    for (std::size_t d = 0; d < D; ++d)
+      std::fill(table->begin() + static_cast<std::ptrdiff_t>(d * stride_ + k_),
+                table->begin() + static_cast<std::ptrdiff_t>((d + 1) * stride_), pad);
+  }
+  half_.assign(D, 0.0);
+  kind_.assign(D, simd::kContinuous);
+  fit_weights(n, weights, opt.prior_weight);
+  has_discrete_ = false;
+  for (std::size_t d = 0; d < D; ++d) {
+    if (dims[d].kind == ParzenDim::Kind::Categorical) {
+      fit_categorical(d, obs, n, opt.prior_weight);
+      continue;
+    }
+    if (dims[d].kind == ParzenDim::Kind::Discrete) {
+      has_discrete_ = true;
+      kind_[d] = simd::kDiscrete;
+    }
+    fit_centres(d, obs, n);
+    fit_widths(d, n, opt, order ? order + d * n : nullptr);
+    fit_constants(d);
+  }
+}
+
+// Observation weights (default 1) and the prior's, normalised (the prior alone weighs 1); base_ starts as
+// their logs (padding kernels -inf), cum_w_ holds the running sums sample() draws from.
+void ParzenEstimator::fit_weights(std::size_t n, const double* weights, double prior_weight) {
+  w_.resize(k_);
+  double total = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double wi = weights ? weights[i] : 1.0;
+    KT_CHECK(std::isfinite(wi) && wi >= 0.0, InvalidArgument, "parzen: weight ", i, " = ", wi,
+             " must be finite and >= 0");
+    w_[i] = wi;
+    total += wi;
+  }
+  w_[n] = n == 0 ? 1.0 : prior_weight;
+  total += w_[n];
+  cum_w_.resize(k_);
+  double run = 0.0;
+  for (std::size_t k = 0; k < k_; ++k) {
+    w_[k] /= total;
+    run += w_[k];
+    cum_w_[k] = run;
+  }
+  base_.assign(stride_, 1.0);
+  std::copy(w_.begin(), w_.end(), base_.begin());
+  simd::kernels().logs(base_.data(), base_.data(), stride_);
+  std::fill(base_.begin() + static_cast<std::ptrdiff_t>(k_), base_.end(), -kInf);  // padding kernels
+}
+
+// Centres: the observations clamped to the (padded) support, then the prior's centre.
+void ParzenEstimator::fit_centres(std::size_t d, const double* obs, std::size_t n) {
+  const ParzenDim& pd = dims_[d];
+  const std::size_t D = dims_.size();
+  const double s = step_of(pd);
+  const double lo = pd.low - 0.5 * s, hi = pd.high + 0.5 * s;
+  double* mu = mu_.data() + d * stride_;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = obs[i * D + d];
+    KT_CHECK(std::isfinite(v), InvalidArgument, "parzen: observation ", i, " of dimension ", d, " = ", v,
+             " is not finite");
+    mu[i] = std::clamp(v, lo, hi);
+  }
+  mu[n] = std::isnan(pd.prior_mu) ? 0.5 * (pd.low + pd.high) : pd.prior_mu;
+}
+
+// Widths, clipped to [range / min(100, 1 + n_kernels), range] (hyperopt's "magic clip") or [EPS, range].
+// Neighbour: the distance to the farther neighbouring centre in sorted order, the padded bounds acting as outer
+// neighbours; without consider_endpoints the outermost kernels take their inner gap (Bergstra et al. 2011;
+// Optuna 5.x, which no longer counts the prior's centre as a neighbour). Scott: 0.2 n^(-1/(d+4)) range for
+// every kernel (Optuna 4.x multivariate). The prior kernel is as wide as the range (or the space's prior).
+void ParzenEstimator::fit_widths(std::size_t d, std::size_t n, const ParzenOptions& opt, const std::size_t* order) {
+  const ParzenDim& pd = dims_[d];
+  const double s = step_of(pd);
+  const double width = pd.high - pd.low + s;
+  const double lo = pd.low - 0.5 * s, hi = pd.high + 0.5 * s;
+  const double minsig = opt.magic_clip ? width / std::min(100.0, 1.0 + static_cast<double>(k_)) : kMinSigma;
+  auto clip = [&](double sig) { return std::min(std::max(sig, minsig), width); };
+  const double* mu = mu_.data() + d * stride_;
+  double* sg = sigma_.data() + d * stride_;
+  sg[n] = pd.prior_sigma > 0.0 ? pd.prior_sigma : width;
+  if (n == 0) return;
+  if (opt.bandwidth == ParzenOptions::Bandwidth::Scott) {
+    const double dims = static_cast<double>(dims_.size());
+    std::fill(sg, sg + n, clip(0.2 * std::pow(static_cast<double>(n), -1.0 / (dims + 4.0)) * width));
+    return;
+  }
+  // The caller's argsort if it is the stable one of the clamped centres, else one computed here.
+  sorted_.resize(n);
+  double* v = sorted_.data();
+  bool valid = order != nullptr;
+  for (std::size_t j = 0; valid && j < n; ++j) {
+    valid = order[j] < n;
+    if (!valid) break;
+    v[j] = mu[order[j]];
+    valid = j == 0 || v[j - 1] < v[j] || (v[j - 1] == v[j] && order[j - 1] < order[j]);
+  }
+  if (!valid) {
+    pairs_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) pairs_[i] = {mu[i], i};
+    std::sort(pairs_.begin(), pairs_.end());
+    order_.resize(n);
+    for (std::size_t j = 0; j < n; ++j) {
+      order_[j] = pairs_[j].second;
+      v[j] = pairs_[j].first;
+    }
+    order = order_.data();
+  }
+  if (n == 1) {
+    sg[order[0]] = clip(std::max(v[0] - lo, hi - v[0]));
+    return;
+  }
+  const bool inner = !opt.consider_endpoints;
+  sg[order[0]] = clip(inner ? v[1] - v[0] : std::max(v[0] - lo, v[1] - v[0]));
+  for (std::size_t j = 1; j + 1 < n; ++j) sg[order[j]] = clip(std::max(v[j] - v[j - 1], v[j + 1] - v[j]));
+  sg[order[n - 1]] = clip(inner ? v[n - 1] - v[n - 2] : std::max(v[n - 1] - v[n - 2], hi - v[n - 1]));
+}
+
+// coef = 1 / (2 sigma^2); base += -log sigma - log sqrt(2 pi) - log Z (+ log step for a discrete dimension,
+// where log Z is also kept for the exact bin masses). log Z = 0 for kernels whose bounds both lie beyond
+// simd::kInnerZ widths, the common case once widths shrink.
+void ParzenEstimator::fit_constants(std::size_t d) {
+  const ParzenDim& pd = dims_[d];
+  const double s = step_of(pd);
+  const double lo = pd.low - 0.5 * s, hi = pd.high + 0.5 * s;
+  half_[d] = 0.5 * s;
+  const double* mu = mu_.data() + d * stride_;
+  const double* sg = sigma_.data() + d * stride_;
+  double* lz = lz_.data() + d * stride_;
+  simd::kernels().kernel_constants({sg, mu, stride_, (s > 0.0 ? std::log(s) : 0.0) - kLogSqrt2Pi, lo, hi,
+                                    coef_.data() + d * stride_, base_.data(), lz});
+  for (std::size_t k = 0; k < k_; ++k) {
+    if (!std::isnan(lz[k])) continue;
+    lz[k] = log_normal_cdf_diff((lo - mu[k]) / sg[k], (hi - mu[k]) / sg[k]);
+    base_[k] -= lz[k];
+  }
+}
+
+// Smoothed indicators (Optuna 4.x): prior_weight / n_kernels on every choice, +1 on the observed one, each row
+// normalised; the prior kernel is uniform. base_ gets the log mass of an unobserved choice, coef_ what
+// observing it adds.
+void ParzenEstimator::fit_categorical(std::size_t d, const double* obs, std::size_t n, double prior_weight) {
+  const ParzenDim& pd = dims_[d];
+  const std::size_t D = dims_.size();
+  const double C = static_cast<double>(pd.n_choices);
+  kind_[d] = simd::kCategorical;
+  double* mu = mu_.data() + d * stride_;
+  double* coef = coef_.data() + d * stride_;
+  const double a = prior_weight / static_cast<double>(k_);
+  const double hit = std::log((a + 1.0) / (a * C + 1.0)), miss = std::log(a / (a * C + 1.0));
+  for (std::size_t i = 0; i < n; ++i) {
+    const double c = obs[i * D + d];
+    KT_CHECK(c >= 0.0 && c < C && c == std::floor(c), InvalidArgument, "parzen: observation ", i,
+             " of categorical dimension ", d, " = ", c, " is not an index below ", pd.n_choices);
+    mu[i] = c;
+    coef[i] = hit - miss;
+    base_[i] += miss;
+  }
+  mu[n] = -1.0;
+  base_[n] -= std::log(C);
+  std::fill(sigma_.begin() + static_cast<std::ptrdiff_t>(d * stride_),
+            sigma_.begin() + static_cast<std::ptrdiff_t>(d * stride_ + k_), 0.0);
+}
+
+}  // namespace kubetune::search

@@ -1,0 +1,73 @@
+// The Parzen estimator's vectorised loops (internal). Written once against xsimd (simd_body.hpp), compiled
+// once per instruction set (simd_avx512.cpp, simd_avx2.cpp, simd_base.cpp) and picked at run time by
+// kernels(): a given machine always takes the same path, so results are reproducible.
+#pragma once
+
+#include <cstddef>
+
+namespace kubetune::search::simd {
+
+/// Kernel tables are padded to a multiple of this many entries (the widest batch: 8 doubles).
+constexpr std::size_t kPad = 8;
+inline std::size_t padded(std::size_t n) { return (n + kPad - 1) / kPad * kPad; }
+
+/// Both bounds farther than this many widths from a kernel's centre: the truncation removes < 2e-17 of its
+/// mass, log Z = 0.
+constexpr double kInnerZ = 8.5;
+
+/// One continuous or discrete dimension's kernels (n, a multiple of kPad), for fit().
+struct ConstantArgs {
+  const double* sigma;
+  const double* mu;
+  std::size_t n;
+  double shift;    ///< added to every base
+  double lo, hi;   ///< the (padded) support
+  double* coef;    ///< out: 1 / (2 sigma^2)
+  double* base;    ///< in/out: += shift - log sigma
+  double* lz;      ///< out: 0 where log Z = 0 (kInnerZ), NaN where it must be computed
+};
+
+/// Kind of a dimension in JointArgs::kind.
+enum : char { kContinuous = 0, kDiscrete = 1, kCategorical = 2 };
+/// Terms more than this many nats below the largest add < e^-40 ~ 4e-18 each to a log-sum-exp.
+constexpr double kCut = 40.0;
+
+/// Points against every kernel of a product-kernel mixture. Tables are dimension-major with row length
+/// `stride` (a multiple of kPad; padding kernels carry base = -inf).
+struct JointArgs {
+  const double* x;          ///< the points, row-major (n_points x n_dims)
+  std::size_t n_points;
+  std::size_t n_dims;
+  const char* kind;         ///< per dimension: kContinuous, kDiscrete or kCategorical
+  const double* half;       ///< per dimension: half a step (Discrete), 0 otherwise
+  const double* mu;         ///< centres (categorical: observed index)
+  const double* coef;       ///< 1 / (2 sigma^2) (categorical: log hit - log miss)
+  const double* base;       ///< per kernel
+  std::size_t stride;
+  double* out;              ///< per point, stride terms (n_points x stride)
+  double* top;              ///< per point, its largest term
+};
+
+struct Kernels {
+  const char* name;  ///< instruction set, e.g. "avx512bw"
+  /// out[k] = base[k] + sum over dimensions of: continuous -coef (x - mu)^2, discrete
+  /// -coef max(|x - mu| - half, 0)^2, categorical coef where x == mu; each point's largest term in top.
+  void (*joint_terms)(const JointArgs&);
+  /// log of sum_k exp(t[k]) over n terms (n a multiple of kPad) whose largest is m, leaving out blocks of
+  /// terms all more than kCut below m; -inf when every term is -inf.
+  double (*log_sum_exp)(const double* t, std::size_t n, double m);
+  /// out[k] = log(in[k]) for n values (a multiple of kPad).
+  void (*logs)(const double* in, double* out, std::size_t n);
+  void (*kernel_constants)(const ConstantArgs&);
+};
+
+/// The widest instruction set this CPU runs.
+const Kernels& kernels();
+
+const Kernels& kernels_base();
+#if defined(__x86_64__) || defined(_M_X64)
+const Kernels& kernels_avx2();
+const Kernels& kernels_avx512();
+#endif
+
+}  // namespace kubetune::search::simd

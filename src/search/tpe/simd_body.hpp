@@ -1,0 +1,118 @@
+// Bodies of simd.hpp's loops, templated on the xsimd architecture. Included only by the per-instruction-set
+// translation units; everything here is a template on Arch, so the copies compiled with different flags have
+// different symbol names (no inline function is shared between them).
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "simd.hpp"
+
+// The per-point loops run over a compile-time count: unrolled, their accumulators stay in registers.
+#define KT_UNROLL _Pragma("GCC unroll 8")
+
+namespace kubetune::search::simd::body {
+
+// P points at once: each table entry is loaded once for all of them.
+template <class Arch, std::size_t P>
+void joint_terms_of(const JointArgs& a, std::size_t first) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  static_assert(kPad % W == 0, "kernel tables are padded for the widest batch");
+  const B zero(0.0);
+  B top[P];
+  for (std::size_t p = 0; p < P; ++p) top[p] = B(-std::numeric_limits<double>::infinity());
+  for (std::size_t k = 0; k < a.stride; k += W) {
+    B acc[P];
+    const B base = B::load_unaligned(a.base + k);
+    KT_UNROLL
+    for (std::size_t p = 0; p < P; ++p) acc[p] = base;
+    for (std::size_t d = 0; d < a.n_dims; ++d) {
+      const B mu = B::load_unaligned(a.mu + d * a.stride + k);
+      const B coef = B::load_unaligned(a.coef + d * a.stride + k);
+      const double* x = a.x + first * a.n_dims + d;
+      if (a.kind[d] == kContinuous) {
+        KT_UNROLL
+        for (std::size_t p = 0; p < P; ++p) {
+          const B diff = B(x[p * a.n_dims]) - mu;
+          acc[p] = xsimd::fnma(diff * diff, coef, acc[p]);
+        }
+      } else if (a.kind[d] == kDiscrete) {
+        const B half(a.half[d]);
+        KT_UNROLL
+        for (std::size_t p = 0; p < P; ++p) {
+          const B dist = xsimd::max(xsimd::abs(B(x[p * a.n_dims]) - mu) - half, zero);
+          acc[p] = xsimd::fnma(dist * dist, coef, acc[p]);
+        }
+      } else {
+        KT_UNROLL
+        for (std::size_t p = 0; p < P; ++p) acc[p] += xsimd::select(mu == B(x[p * a.n_dims]), coef, zero);
+      }
+    }
+    KT_UNROLL
+    for (std::size_t p = 0; p < P; ++p) {
+      acc[p].store_unaligned(a.out + (first + p) * a.stride + k);
+      top[p] = xsimd::max(top[p], acc[p]);
+    }
+  }
+  for (std::size_t p = 0; p < P; ++p) {
+    alignas(64) double lanes[W];
+    top[p].store_aligned(lanes);
+    double m = lanes[0];
+    for (std::size_t l = 1; l < W; ++l) m = lanes[l] > m ? lanes[l] : m;
+    a.top[first + p] = m;
+  }
+}
+
+template <class Arch>
+void joint_terms(const JointArgs& a) {
+  std::size_t i = 0;
+  for (; i + 8 <= a.n_points; i += 8) joint_terms_of<Arch, 8>(a, i);
+  for (; i + 4 <= a.n_points; i += 4) joint_terms_of<Arch, 4>(a, i);
+  for (; i < a.n_points; ++i) joint_terms_of<Arch, 1>(a, i);
+}
+
+// log sum exp(t[k]) given the largest term m; blocks of terms all more than kCut below m are skipped.
+template <class Arch>
+double log_sum_exp(const double* t, std::size_t n, double m) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  if (!(m > -std::numeric_limits<double>::infinity())) return m;  // no kernel (or NaN)
+  const B shift(m), floor(-kCut);
+  B sum(0.0);
+  for (std::size_t k = 0; k < n; k += W) {
+    const B y = B::load_unaligned(t + k) - shift;
+    if (xsimd::any(y > floor)) sum += xsimd::exp(y);
+  }
+  return m + std::log(xsimd::hadd(sum));
+}
+
+template <class Arch>
+void logs(const double* in, double* out, std::size_t n) {
+  using B = xsimd::batch<double, Arch>;
+  for (std::size_t k = 0; k < n; k += B::size) xsimd::log(B::load_unaligned(in + k)).store_unaligned(out + k);
+}
+
+template <class Arch>
+void kernel_constants(const ConstantArgs& a) {
+  using B = xsimd::batch<double, Arch>;
+  const B shift(a.shift), lo(a.lo), hi(a.hi), inner(kInnerZ), zero(0.0);
+  const B nan(std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t k = 0; k < a.n; k += B::size) {
+    const B sig = B::load_unaligned(a.sigma + k), mu = B::load_unaligned(a.mu + k);
+    const B inv = B(1.0) / sig;
+    (B(0.5) * inv * inv).store_unaligned(a.coef + k);
+    (B::load_unaligned(a.base + k) + (shift - xsimd::log(sig))).store_unaligned(a.base + k);
+    const B bound = inner * sig;
+    xsimd::select((mu - lo > bound) && (hi - mu > bound), zero, nan).store_unaligned(a.lz + k);
+  }
+}
+
+template <class Arch>
+Kernels table(const char* name) {
+  return {name, &joint_terms<Arch>, &log_sum_exp<Arch>, &logs<Arch>, &kernel_constants<Arch>};
+}
+
+}  // namespace kubetune::search::simd::body

@@ -1,0 +1,74 @@
+// The trial split of TPE (Optuna 4.x `_split_trials`): the best n_below(n) finished trials form l(x), the
+// rest g(x); running and enqueued trials join g(x) as constant liars.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "model.hpp"
+
+namespace kubetune::search {
+namespace tpe {
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}  // namespace
+
+// Trials are in id order. Complete trials rank by loss; pruned ones after them, deepest step first, then best
+// last intermediate value (NaN last; none reported: after all).
+void Split::run(const SearchContext& ctx, const TPEConfig& cfg, bool want_ranked) {
+  complete.clear();
+  pruned.clear();
+  below.clear();
+  above.clear();
+  const std::size_t D = ctx.space.size();
+  const auto& trials = ctx.trials;
+  mark.assign(trials.size(), 0);
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const Trial& t = trials[i];
+    if (t.x.size() != D) continue;
+    if (t.state == TrialState::Complete) {
+      const double l = ctx.loss(t);
+      if (!std::isnan(l)) complete.emplace_back(l, i);
+    } else if (t.state == TrialState::Pruned) {
+      if (t.intermediate.empty()) {
+        pruned.emplace_back(1.0, 0.0, i);
+      } else {
+        const double v = ctx.signed_value(t.intermediate.back().second);
+        pruned.emplace_back(-static_cast<double>(t.intermediate.back().first), std::isnan(v) ? kInf : v, i);
+      }
+    } else if ((t.state == TrialState::Running || t.state == TrialState::Pending) && cfg.constant_liar) {
+      mark[i] = 2;
+    }
+  }
+  n_finished = complete.size() + pruned.size();
+  // Only the best nb matter, as a set (both lists end in id order): a selection replaces the full sort. Keys
+  // are unique (ties broken by trial index), so the set is the one a full sort would give.
+  const std::size_t nb = cfg.n_below(n_finished);
+  const std::size_t nbc = std::min(nb, complete.size());
+  const std::size_t nbp = std::min(nb - nbc, pruned.size());
+  std::nth_element(complete.begin(), complete.begin() + static_cast<std::ptrdiff_t>(nbc), complete.end());
+  std::nth_element(pruned.begin(), pruned.begin() + static_cast<std::ptrdiff_t>(nbp), pruned.end());
+  for (std::size_t k = 0; k < complete.size(); ++k) mark[complete[k].second] = k < nbc ? 1 : 2;
+  for (std::size_t k = 0; k < pruned.size(); ++k) mark[std::get<2>(pruned[k])] = k < nbp ? 1 : 2;
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    if (mark[i] == 1) below.push_back(i);
+    if (mark[i] == 2) above.push_back(i);
+  }
+  if (!want_ranked) return;
+  std::sort(complete.begin(), complete.begin() + static_cast<std::ptrdiff_t>(nbc));
+  std::sort(pruned.begin(), pruned.begin() + static_cast<std::ptrdiff_t>(nbp));
+  ranked.clear();
+  for (std::size_t k = 0; k < nbc; ++k) ranked.push_back(complete[k].second);
+  for (std::size_t k = 0; k < nbp; ++k) ranked.push_back(std::get<2>(pruned[k]));
+}
+}  // namespace tpe
+
+std::size_t tpe_split(const SearchContext& ctx, const TPEConfig& cfg, std::vector<std::size_t>& below,
+                      std::vector<std::size_t>& above) {
+  tpe::Split s;
+  s.run(ctx, cfg, false);
+  below = std::move(s.below);
+  above = std::move(s.above);
+  return s.n_finished;
+}
+
+}  // namespace kubetune::search
