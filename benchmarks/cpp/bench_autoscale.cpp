@@ -48,7 +48,7 @@ static void BM_KpaDecideBatch(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const bool delay = state.range(1) != 0;
   as::KpaRevision rev;
-  if (delay) rev.scale_down_delay = 30.0;
+  if (delay) rev.scale_down_delay_s = 30.0;
   std::vector<as::KpaDecider> deciders(n, as::KpaDecider(as::make_decider_spec(as::KpaConfig{}, rev)));
   std::vector<as::ScaleResult> out(n);
   Inputs in(n);

@@ -188,5 +188,87 @@ func (f *HpaFleet) Reconcile(now time.Duration, current, proposals []int32) ([]i
 	return desired, err
 }
 
+// KpaScaler is one revision's KPA scaler: scale bounds, scale-to-zero gating and the PA's Active condition.
+type KpaScaler struct{ h *C.kt_kpa_scaler }
+
+// ScalerStep is one reconcile's outcome with upstream's actions: re-enqueue after RequeueAfter (< 0: not asked)
+// and start the activator probe when ProbeActivator is set.
+type ScalerStep struct {
+	Want           int32
+	Applied        bool
+	Replicas       int32
+	ProxyMode      bool
+	State          string // "Activating", "Active" or "Inactive"
+	Reason         string
+	RequeueAfter   time.Duration
+	ProbeActivator bool
+}
+
+var paStates = map[C.kt_pa_state]string{C.KT_PA_ACTIVATING: "Activating", C.KT_PA_ACTIVE: "Active",
+	C.KT_PA_INACTIVE: "Inactive"}
+
+// NewKpaScaler creates the scaler of one revision (config and revision JSON as NewKpaFleet; initialReplicas < 0:
+// the revision's initial scale).
+func NewKpaScaler(configJSON, revisionJSON string, now time.Duration, initialReplicas int32) (*KpaScaler, error) {
+	cfg, rev := cstr(configJSON), cstr(revisionJSON)
+	defer C.free(unsafe.Pointer(cfg))
+	defer C.free(unsafe.Pointer(rev))
+	s := &KpaScaler{}
+	err := call(func(e **C.char) C.int {
+		return C.kt_kpa_scaler_create(cfg, rev, C.double(now.Seconds()), C.int32_t(initialReplicas), &s.h, e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close frees the scaler.
+func (s *KpaScaler) Close() { C.kt_kpa_scaler_free(s.h) }
+
+// Reconcile applies the decider's desired count (< 0: no data) at `now`; probe is -1 (not probed), 0 (failed)
+// or 1 (succeeded).
+func (s *KpaScaler) Reconcile(now time.Duration, desired, excessBurstCapacity, readyPods int32, probe int) (ScalerStep, error) {
+	var st C.kt_kpa_scaler_step
+	err := call(func(e **C.char) C.int {
+		return C.kt_kpa_scaler_reconcile(s.h, C.double(now.Seconds()), C.int32_t(desired),
+			C.int32_t(excessBurstCapacity), C.int32_t(readyPods), C.int(probe), &st, e)
+	})
+	if err != nil {
+		return ScalerStep{}, err
+	}
+	requeue := time.Duration(-1)
+	if st.requeue_after_s >= 0 {
+		requeue = time.Duration(float64(st.requeue_after_s) * float64(time.Second))
+	}
+	return ScalerStep{int32(st.want), st.applied != 0, int32(st.replicas), st.proxy_mode != 0, paStates[st.state],
+		C.GoString(st.reason), requeue, st.probe_activator != 0}, nil
+}
+
+// ThrottlerShare is one activator's breaker capacity and the pod trackers it owns.
+type ThrottlerShare struct {
+	Capacity int64
+	Trackers []int64 // indices into the address-sorted pod trackers
+}
+
+// ActivatorShare computes the share of activator `index` out of `activators` for a revision with `backends` ready
+// pods (one tracker each) and containerConcurrency `cc`.
+func ActivatorShare(backends, cc int64, activators, index int32) (ThrottlerShare, error) {
+	in := C.kt_throttler_input{backends: C.int64_t(backends), pod_trackers: -1, container_concurrency: C.int64_t(cc),
+		activator_count: C.int32_t(activators), activator_index: C.int32_t(index)}
+	var r C.kt_throttler_result
+	if err := call(func(e **C.char) C.int { return C.kt_throttler_share(&in, &r, e) }); err != nil {
+		return ThrottlerShare{}, err
+	}
+	var trackers []int64
+	for i := r.slice_begin; i < r.slice_end; i++ {
+		trackers = append(trackers, int64(i))
+	}
+	if r.remnant >= 0 {
+		trackers = append(trackers, int64(r.remnant))
+	}
+	return ThrottlerShare{int64(r.capacity), trackers}, nil
+}
+
 func i32p(s []int32) *C.int32_t  { return (*C.int32_t)(unsafe.Pointer(&s[0])) }
 func f64p(s []float64) *C.double { return (*C.double)(unsafe.Pointer(&s[0])) }

@@ -1,5 +1,6 @@
 // An operator's view of libkubetune: one KPA fleet tick, one HPA reconcile with its status conditions, a
-// batch of HPAs in one call, and a rejected configuration showing the library's error message.
+// batch of HPAs in one call, a KPA scaler timing out an activation, an activator's throttler share, and a
+// rejected configuration showing the library's error message.
 package main
 
 import (
@@ -58,8 +59,39 @@ func run() error {
 	}
 	fmt.Printf("hpa fleet desired=%v\n", desired)
 
+	// A revision whose pods never become ready: with a 5 s progress deadline the activation times out after
+	// 5 s + 30 s, the scaler scales it to zero and marks the PodAutoscaler inactive (TimedOut).
+	scaler, err := NewKpaScaler("{}", `{"progress_deadline_s": 5}`, 0, 1)
+	if err != nil {
+		return err
+	}
+	defer scaler.Close()
+	for _, t := range []time.Duration{0, 20 * time.Second, 36 * time.Second} {
+		want := int32(0)
+		if t == 0 {
+			want = 1
+		}
+		st, err := scaler.Reconcile(t, want, 0, 0, -1)
+		if err != nil {
+			return err
+		}
+		requeue := "none"
+		if st.RequeueAfter >= 0 {
+			requeue = st.RequeueAfter.String()
+		}
+		fmt.Printf("kpa scaler t=%v want=%d replicas=%d state=%s reason=%s requeue=%s\n", t, st.Want, st.Replicas,
+			st.State, st.Reason, requeue)
+	}
+
+	// Activator 0 of 2 for a revision of 5 pods with containerConcurrency 1: two trackers plus the remnant.
+	share, err := ActivatorShare(5, 1, 2, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("activator capacity=%d trackers=%v\n", share.Capacity, share.Trackers)
+
 	// A deliberate mistake: a stable window below upstream's 6 s minimum is rejected with the key named.
-	if _, err := NewKpaFleet(`{"stable_window": 2}`, "{}", 1, 0); err != nil {
+	if _, err := NewKpaFleet(`{"stable_window_s": 2}`, "{}", 1, 0); err != nil {
 		fmt.Printf("rejected: %v\n", err)
 	} else {
 		return fmt.Errorf("a 2 s stable window was accepted")

@@ -5,6 +5,7 @@ side-by-side comparisons, plots (matplotlib) and the demo section.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Dict, Mapping, Optional
 
 from ._kubetune import autoscale as _native
@@ -51,7 +52,7 @@ from ._kubetune.autoscale import (  # the C++ side, re-exported explicitly so ty
     SimPolicy as SimPolicy,
     SimResult as SimResult,
     Stat as Stat,
-    TICK_INTERVAL_SECONDS as TICK_INTERVAL_SECONDS,
+    TICK_INTERVAL_S as TICK_INTERVAL_S,
     ThrottlerInput as ThrottlerInput,
     ThrottlerShare as ThrottlerShare,
     Tolerances as Tolerances,
@@ -134,7 +135,7 @@ __all__ = [
     "SimPolicy",
     "SimResult",
     "Stat",
-    "TICK_INTERVAL_SECONDS",
+    "TICK_INTERVAL_S",
     "ThrottlerInput",
     "ThrottlerShare",
     "Tolerances",
@@ -180,26 +181,54 @@ __all__ = [
 ]
 
 
+# standard_configs' keywords renamed to the unit rule (docs/autoscale.md "Units and names").
+_RENAMED_KEYWORDS = {
+    "service_time": "service_time_s",
+    "pod_startup_delay": "pod_startup_delay_s",
+    "latency": "latency_s",
+}
+
+
+def __getattr__(name: str) -> float:
+    # TICK_INTERVAL_SECONDS became TICK_INTERVAL_S (the unit rule); the old name stays for one release.
+    if name == "TICK_INTERVAL_SECONDS":
+        warnings.warn("TICK_INTERVAL_SECONDS is deprecated (removed in the next release); use TICK_INTERVAL_S",
+                      DeprecationWarning, stacklevel=2)
+        return TICK_INTERVAL_S
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def standard_configs(
-    service_time: float = 0.1,
+    service_time_s: float = 0.1,
     concurrency: int = 10,
-    pod_startup_delay: float = 10.0,
-    latency: float = 0.5,
+    pod_startup_delay_s: float = 10.0,
+    latency_s: float = 0.5,
     quantile: float = 0.95,
     max_replicas: int = 200,
     slo_headroom: float = 1.1,
+    **deprecated: float,
 ) -> Dict[str, "_native.SimConfig"]:
-    """Three comparable simulator configs on the same workload model.
+    """Three comparable simulator configs on the same workload model (durations in seconds).
 
     * ``kpa``: Knative KPA with upstream defaults, ``containerConcurrency = concurrency`` (target 70 %).
     * ``hpa``: HPA on in-flight requests per pod, target 70 % of ``concurrency``, autoscaling/v2 defaults.
-    * ``slo``: Erlang-C sizing for P(latency <= ``latency``) >= ``quantile`` from the recent peak rate.
+    * ``slo``: Erlang-C sizing for P(latency <= ``latency_s``) >= ``quantile`` from the recent peak rate.
+
+    The names without ``_s`` (``service_time``, ``pod_startup_delay``, ``latency``) are deprecated aliases.
     """
-    slo = _native.LatencySlo(latency=latency, quantile=quantile)
+    given = dict(service_time_s=service_time_s, pod_startup_delay_s=pod_startup_delay_s, latency_s=latency_s)
+    for old, value in deprecated.items():
+        new = _RENAMED_KEYWORDS.get(old)
+        if new is None:
+            raise TypeError(f"standard_configs() got an unexpected keyword argument {old!r}")
+        warnings.warn(f"standard_configs({old}=...) is deprecated (removed in the next release); use {new}",
+                      DeprecationWarning, stacklevel=2)
+        given[new] = value
+    slo = _native.LatencySlo(latency_s=given["latency_s"], quantile=quantile)
     common = dict(
-        service_time=service_time,
+        service_time_s=given["service_time_s"],
         container_concurrency=concurrency,
-        pod_startup_delay=pod_startup_delay,
+        pod_startup_delay_s=given["pod_startup_delay_s"],
         slo=slo,
         max_replicas=max_replicas,
     )

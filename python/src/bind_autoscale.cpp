@@ -2,6 +2,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "kubetune/sched/autoscale/queueing.hpp"
 #include "kubetune/sched/autoscale/simulate.hpp"
 #include "kubetune/sched/autoscale/throttler.hpp"
+#include "kubetune/sched/autoscale/units.hpp"
 #include "kubetune/sched/autoscale/window.hpp"
 
 namespace kubetune::python {
@@ -19,17 +21,102 @@ namespace {
 
 namespace as = kubetune::sched::autoscale;
 
+// The old name of a field renamed to the unit rule (units.hpp), or nullptr.
+const as::RenamedField* renamed(const char* type, const std::string& old_name) {
+  for (const as::RenamedField& f : as::renamed_fields())
+    if (f.type == std::string_view(type) && old_name == f.old_name) return &f;
+  return nullptr;
+}
+
+void warn_deprecated(const std::string& msg) {
+  if (PyErr_WarnEx(PyExc_DeprecationWarning, msg.c_str(), 1) != 0) throw py::error_already_set();
+}
+
+void warn_renamed(const as::RenamedField& f) {
+  warn_deprecated(std::string(f.type) + "." + f.old_name + " is deprecated (removed in the next release); use " +
+                  f.new_name);
+}
+
+// Keyword arguments with each deprecated name moved to its new one (warned); a field given twice is a ValueError.
+py::dict upgrade_kwargs(const py::kwargs& kw, const char* type) {
+  py::dict out;
+  for (auto item : kw) {
+    const std::string k = item.first.cast<std::string>();
+    const as::RenamedField* f = renamed(type, k);
+    if (f) {
+      warn_renamed(*f);
+      KT_CHECK(!kw.contains(f->new_name), InvalidArgument, type, ": '", k, "' (deprecated) and '", f->new_name,
+               "' are the same field; give one");
+    }
+    out[f ? f->new_name : k.c_str()] = item.second;
+  }
+  return out;
+}
+
 // Sets attributes of a freshly built config from keyword arguments (unknown names are a ValueError).
 template <class T>
 T from_kwargs(const py::kwargs& kw, const char* type_name) {
   T obj{};
   py::object o = py::cast(&obj, py::return_value_policy::reference);
-  for (auto item : kw) {
+  for (auto item : upgrade_kwargs(kw, type_name)) {
     const std::string k = item.first.cast<std::string>();
     KT_CHECK(py::hasattr(o, k.c_str()), InvalidArgument, type_name, ": unknown field '", k, "'");
     o.attr(k.c_str()) = item.second;
   }
   return obj;
+}
+
+// A second overload of module function `name` for its deprecated keywords: it warns, renames them and calls the
+// function again. Without a deprecated keyword the call matched no overload at all: a TypeError.
+void def_deprecated_keywords(py::module_& m, const char* name) {
+  m.def(name, [m, name](const py::args& args, const py::kwargs& kw) -> py::object {
+    bool any = false;
+    for (auto item : kw) any = any || renamed(name, item.first.cast<std::string>()) != nullptr;
+    if (!any) throw py::type_error(std::string(name) + "(): incompatible arguments; see help(" + name + ")");
+    return m.attr(name)(*args, **upgrade_kwargs(kw, name));
+  });
+}
+
+// Each deprecated field name becomes a property of its class that warns and forwards to the new name; each
+// renamed function keyword gets the overload above.
+void add_deprecated_aliases(py::module_& m) {
+  const py::object property = py::module_::import("builtins").attr("property");
+  std::vector<std::string> functions;
+  for (const as::RenamedField& f : as::renamed_fields()) {
+    if (!PyType_Check(m.attr(f.type).ptr())) {
+      if (std::find(functions.begin(), functions.end(), f.type) == functions.end()) {
+        functions.emplace_back(f.type);
+        def_deprecated_keywords(m, f.type);
+      }
+      continue;
+    }
+    const std::string new_name = f.new_name;
+    const std::string doc = "Deprecated alias of " + new_name + " (removed in the next release)";
+    py::cpp_function get(
+        [f, new_name](py::object self) -> py::object {
+          warn_renamed(f);
+          return self.attr(new_name.c_str());
+        },
+        py::doc(doc.c_str()));
+    py::cpp_function set([f, new_name](py::object self, py::object value) {
+      warn_renamed(f);
+      self.attr(new_name.c_str()) = value;
+    });
+    m.attr(f.type).attr(f.old_name) = property(get, set);
+  }
+}
+
+using Rates = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+as::Trace trace_from_array(const Rates& rate, double dt_s) {
+  KT_CHECK(dt_s > 0, InvalidArgument, "dt_s = ", dt_s, " must be > 0");
+  as::Trace t;
+  t.dt_s = dt_s;
+  t.rate.assign(rate.data(), rate.data() + rate.size());
+  for (std::size_t i = 0; i < t.rate.size(); ++i)
+    KT_CHECK(std::isfinite(t.rate[i]) && t.rate[i] >= 0, InvalidArgument, "rate[", i, "] = ", t.rate[i],
+             " must be finite and >= 0");
+  return t;
 }
 
 template <class T>
@@ -106,7 +193,7 @@ void bind_autoscale(py::module_& parent) {
       .def("window_average", &as::BucketWindow::window_average, py::arg("now"))
       .def("is_empty", &as::BucketWindow::is_empty, py::arg("now"))
       .def("resize", &as::BucketWindow::resize, py::arg("window_s"), py::arg("now"))
-      .def_property_readonly("window", &as::BucketWindow::window)
+      .def_property_readonly("window_s", &as::BucketWindow::window_s)
       .def_property_readonly("num_buckets", &as::BucketWindow::num_buckets);
   py::class_<as::WeightedBucketWindow, as::BucketWindow>(m, "WeightedBucketWindow",
                                                          "Knative WeightedFloat64Buckets: exponentially weighted")
@@ -130,12 +217,12 @@ void bind_autoscale(py::module_& parent) {
       RW(as::KpaConfig, enable_scale_to_zero) RW(as::KpaConfig, container_concurrency_target_fraction)
       RW(as::KpaConfig, container_concurrency_target_default) RW(as::KpaConfig, target_utilization)
       RW(as::KpaConfig, rps_target_default) RW(as::KpaConfig, target_burst_capacity)
-      RW(as::KpaConfig, max_scale_up_rate) RW(as::KpaConfig, max_scale_down_rate) RW(as::KpaConfig, stable_window)
-      RW(as::KpaConfig, panic_window_percentage) RW(as::KpaConfig, panic_threshold_percentage)
-      RW(as::KpaConfig, activator_capacity) RW(as::KpaConfig, scale_to_zero_grace_period)
-      RW(as::KpaConfig, scale_to_zero_pod_retention_period) RW(as::KpaConfig, scale_down_delay)
+      RW(as::KpaConfig, max_scale_up_rate) RW(as::KpaConfig, max_scale_down_rate) RW(as::KpaConfig, stable_window_s)
+      RW(as::KpaConfig, panic_window_percent) RW(as::KpaConfig, panic_threshold_percent)
+      RW(as::KpaConfig, activator_capacity) RW(as::KpaConfig, scale_to_zero_grace_period_s)
+      RW(as::KpaConfig, scale_to_zero_pod_retention_period_s) RW(as::KpaConfig, scale_down_delay_s)
       RW(as::KpaConfig, initial_scale) RW(as::KpaConfig, allow_zero_initial_scale) RW(as::KpaConfig, min_scale)
-      RW(as::KpaConfig, max_scale) RW(as::KpaConfig, max_scale_limit) RW(as::KpaConfig, activation_timeout)
+      RW(as::KpaConfig, max_scale) RW(as::KpaConfig, max_scale_limit) RW(as::KpaConfig, activation_timeout_s)
       .def("validate", &as::KpaConfig::validate)
       .def("to_json", &as::KpaConfig::to_json)
       .def_static("from_json", &as::KpaConfig::from_json, py::arg("json"))
@@ -148,12 +235,12 @@ void bind_autoscale(py::module_& parent) {
         return r;
       }))
       RW(as::KpaRevision, metric) RW(as::KpaRevision, aggregation) RW(as::KpaRevision, container_concurrency)
-      RW(as::KpaRevision, target) RW(as::KpaRevision, target_utilization_percentage)
-      RW(as::KpaRevision, target_burst_capacity) RW(as::KpaRevision, window)
-      RW(as::KpaRevision, panic_window_percentage) RW(as::KpaRevision, panic_threshold_percentage)
-      RW(as::KpaRevision, scale_down_delay) RW(as::KpaRevision, scale_to_zero_pod_retention_period)
+      RW(as::KpaRevision, target) RW(as::KpaRevision, target_utilization_percent)
+      RW(as::KpaRevision, target_burst_capacity) RW(as::KpaRevision, window_s)
+      RW(as::KpaRevision, panic_window_percent) RW(as::KpaRevision, panic_threshold_percent)
+      RW(as::KpaRevision, scale_down_delay_s) RW(as::KpaRevision, scale_to_zero_pod_retention_period_s)
       RW(as::KpaRevision, initial_scale) RW(as::KpaRevision, min_scale) RW(as::KpaRevision, max_scale)
-      RW(as::KpaRevision, activation_scale) RW(as::KpaRevision, reachable)
+      RW(as::KpaRevision, activation_scale) RW(as::KpaRevision, reachable) RW(as::KpaRevision, progress_deadline_s)
       .def("validate", &as::KpaRevision::validate)
       .def("to_json", &as::KpaRevision::to_json)
       .def_static("from_json", &as::KpaRevision::from_json, py::arg("json"))
@@ -162,8 +249,8 @@ void bind_autoscale(py::module_& parent) {
       .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::DeciderSpec>(kw, "DeciderSpec"); }))
       RW(as::DeciderSpec, max_scale_up_rate) RW(as::DeciderSpec, max_scale_down_rate) RW(as::DeciderSpec, metric)
       RW(as::DeciderSpec, target_value) RW(as::DeciderSpec, total_value) RW(as::DeciderSpec, target_burst_capacity)
-      RW(as::DeciderSpec, panic_threshold) RW(as::DeciderSpec, stable_window) RW(as::DeciderSpec, panic_window)
-      RW(as::DeciderSpec, scale_down_delay) RW(as::DeciderSpec, initial_scale) RW(as::DeciderSpec, reachable)
+      RW(as::DeciderSpec, panic_threshold) RW(as::DeciderSpec, stable_window_s) RW(as::DeciderSpec, panic_window_s)
+      RW(as::DeciderSpec, scale_down_delay_s) RW(as::DeciderSpec, initial_scale) RW(as::DeciderSpec, reachable)
       RW(as::DeciderSpec, activator_capacity) RW(as::DeciderSpec, activation_scale)
       .def("validate", &as::DeciderSpec::validate);
   m.def("make_decider_spec", &as::make_decider_spec, py::arg("config") = as::KpaConfig{},
@@ -203,7 +290,7 @@ void bind_autoscale(py::module_& parent) {
       },
       py::arg("trackers"), py::arg("self_index"), py::arg("activators"), "(begin, end, remnants)");
   m.attr("REVISION_MAX_CONCURRENCY") = as::kRevisionMaxConcurrency;
-  m.attr("TICK_INTERVAL_SECONDS") = as::kTickIntervalSeconds;
+  m.attr("TICK_INTERVAL_S") = as::kTickIntervalSeconds;
 
   py::class_<as::ScaleResult>(m, "ScaleResult")
       .def(py::init<>())
@@ -292,18 +379,40 @@ void bind_autoscale(py::module_& parent) {
       .def_readonly("panic", &as::KpaMetricCollector::Observed::panic)
       .def_readonly("has_data", &as::KpaMetricCollector::Observed::has_data);
   py::class_<as::KpaMetricCollector>(m, "KpaMetricCollector", "Stable and panic windows of one revision")
-      .def(py::init<double, double, as::Aggregation>(), py::arg("stable_window") = 60.0,
-           py::arg("panic_window_percentage") = 10.0, py::arg("aggregation") = as::Aggregation::kLinear)
+      .def(py::init<double, double, as::Aggregation>(), py::arg("stable_window_s") = 60.0, py::kw_only(),
+           py::arg("panic_window_s") = 6.0, py::arg("aggregation") = as::Aggregation::kLinear)
+      .def(py::init([](const py::args& args, const py::kwargs& kw) {
+             // The deprecated form (stable_window, panic_window_percentage, aggregation): the panic window as a
+             // percentage of the stable window. panic_window_s is keyword-only so that the old positional call
+             // lands here instead of being read in seconds.
+             double stable = 60.0, pct = 10.0;
+             auto agg = as::Aggregation::kLinear;
+             KT_CHECK(args.size() <= 3, InvalidArgument, "KpaMetricCollector: at most 3 positional arguments");
+             if (args.size() > 0) stable = args[0].cast<double>();
+             if (args.size() > 1) pct = args[1].cast<double>();
+             if (args.size() > 2) agg = args[2].cast<as::Aggregation>();
+             for (auto item : kw) {
+               const std::string k = item.first.cast<std::string>();
+               if (k == "stable_window") stable = item.second.cast<double>();
+               else if (k == "panic_window_percentage") pct = item.second.cast<double>();
+               else if (k == "aggregation") agg = item.second.cast<as::Aggregation>();
+               else KT_THROW(InvalidArgument, "KpaMetricCollector: unknown keyword '", k, "'");
+             }
+             warn_deprecated("KpaMetricCollector(stable_window, panic_window_percentage) is deprecated (removed in the "
+                             "next release); use KpaMetricCollector(stable_window_s, panic_window_s=seconds)");
+             return as::KpaMetricCollector(stable, as::resolve_panic_window(stable, pct), agg);
+           }))
       .def("record", &as::KpaMetricCollector::record, py::arg("stat"))
       .def("concurrency", &as::KpaMetricCollector::concurrency, py::arg("now"))
       .def("rps", &as::KpaMetricCollector::rps, py::arg("now"))
-      .def_property_readonly("panic_window", &as::KpaMetricCollector::panic_window);
+      .def_property_readonly("panic_window_s", &as::KpaMetricCollector::panic_window_s);
   py::class_<as::ScalerStep>(m, "ScalerStep")
       .def_readonly("want", &as::ScalerStep::want)
       .def_readonly("applied", &as::ScalerStep::applied)
       .def_readonly("replicas", &as::ScalerStep::replicas)
       .def_readonly("proxy_mode", &as::ScalerStep::proxy_mode)
       .def_readonly("state", &as::ScalerStep::state)
+      .def_readonly("reason", &as::ScalerStep::reason)
       .def_readonly("requeue_after_s", &as::ScalerStep::requeue_after_s)
       .def_readonly("probe_activator", &as::ScalerStep::probe_activator);
   py::class_<as::KpaScaler>(m, "KpaScaler", "KPA scaler: bounds, initial scale, scale-to-zero gating, PA state")
@@ -312,6 +421,9 @@ void bind_autoscale(py::module_& parent) {
       .def("reconcile", &as::KpaScaler::reconcile, py::arg("now"), py::arg("decision"), py::arg("ready_pods"),
            py::arg("activator_probe") = std::nullopt)
       .def_property_readonly("state", &as::KpaScaler::state)
+      .def_property_readonly("state_reason", &as::KpaScaler::state_reason)
+      .def_property_readonly("state_since", &as::KpaScaler::state_since)
+      .def_property_readonly("activation_timeout_s", &as::KpaScaler::activation_timeout_s)
       .def_property_readonly("replicas", &as::KpaScaler::replicas)
       .def_property_readonly("proxy_mode", &as::KpaScaler::proxy_mode)
       .def_property_readonly("scale_target_initialized", &as::KpaScaler::scale_target_initialized)
@@ -333,11 +445,13 @@ void bind_autoscale(py::module_& parent) {
       .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::HpaPod>(kw, "HpaPod"); }))
       RW(as::HpaPod, phase) RW(as::HpaPod, deleting) RW(as::HpaPod, ready) RW(as::HpaPod, ready_transition_time)
       RW(as::HpaPod, start_time) RW(as::HpaPod, has_metric) RW(as::HpaPod, metric) RW(as::HpaPod, metric_timestamp)
-      RW(as::HpaPod, metric_window) RW(as::HpaPod, request);
+      RW(as::HpaPod, metric_window_s) RW(as::HpaPod, request);
   py::class_<as::ReplicaCalcConfig>(m, "ReplicaCalcConfig")
-      .def(py::init<double, double>(), py::arg("cpu_initialization_period") = 300.0,
-           py::arg("delay_of_initial_readiness_status") = 30.0)
-      RW(as::ReplicaCalcConfig, cpu_initialization_period) RW(as::ReplicaCalcConfig, delay_of_initial_readiness_status);
+      .def(py::init<double, double>(), py::arg("cpu_initialization_period_s") = 300.0,
+           py::arg("delay_of_initial_readiness_status_s") = 30.0)
+      .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::ReplicaCalcConfig>(kw, "ReplicaCalcConfig"); }))
+      RW(as::ReplicaCalcConfig, cpu_initialization_period_s)
+      RW(as::ReplicaCalcConfig, delay_of_initial_readiness_status_s);
   py::class_<as::ReplicaResult>(m, "ReplicaResult")
       .def_readonly("replicas", &as::ReplicaResult::replicas)
       .def_readonly("usage", &as::ReplicaResult::usage)
@@ -349,7 +463,7 @@ void bind_autoscale(py::module_& parent) {
                ", valid=" + (r.valid ? "True" : "False") + (r.valid ? "" : ", error='" + r.error + "'") + ")";
       });
   m.def("resource_utilization_replicas", &as::resource_utilization_replicas, py::arg("now"),
-        py::arg("current_replicas"), py::arg("target_utilization"), py::arg("pods"), py::arg("is_cpu") = true,
+        py::arg("current_replicas"), py::arg("target_utilization_percent"), py::arg("pods"), py::arg("is_cpu") = true,
         py::arg("tolerances") = as::Tolerances{}, py::arg("config") = as::ReplicaCalcConfig{});
   m.def("resource_average_value_replicas", &as::resource_average_value_replicas, py::arg("now"),
         py::arg("current_replicas"), py::arg("target_average"), py::arg("pods"), py::arg("is_cpu") = true,
@@ -368,14 +482,15 @@ void bind_autoscale(py::module_& parent) {
   m.def("ready_pod_count", &as::ready_pod_count, py::arg("pods"));
 
   py::class_<as::ScalingPolicy>(m, "ScalingPolicy")
-      .def(py::init([](as::PolicyType type, std::int32_t value, std::int32_t period_seconds) {
-             return as::ScalingPolicy{type, value, period_seconds};
+      .def(py::init([](as::PolicyType type, std::int32_t value, double period_s) {
+             return as::ScalingPolicy{type, value, period_s};
            }),
-           py::arg("type"), py::arg("value"), py::arg("period_seconds"))
-      RW(as::ScalingPolicy, type) RW(as::ScalingPolicy, value) RW(as::ScalingPolicy, period_seconds);
+           py::arg("type"), py::arg("value"), py::arg("period_s"))
+      .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::ScalingPolicy>(kw, "ScalingPolicy"); }))
+      RW(as::ScalingPolicy, type) RW(as::ScalingPolicy, value) RW(as::ScalingPolicy, period_s);
   py::class_<as::ScalingRules>(m, "ScalingRules")
       .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::ScalingRules>(kw, "ScalingRules"); }))
-      RW(as::ScalingRules, stabilization_window_seconds) RW(as::ScalingRules, select_policy)
+      RW(as::ScalingRules, stabilization_window_s) RW(as::ScalingRules, select_policy)
       RW(as::ScalingRules, policies) RW(as::ScalingRules, tolerance)
       .def("validate", [](const as::ScalingRules& r) { r.validate("rules"); });
   py::class_<as::HpaBehavior>(m, "HpaBehavior", "HPA behaviour; defaults as autoscaling/v2")
@@ -402,10 +517,12 @@ void bind_autoscale(py::module_& parent) {
       .def_static("from_json", &as::HpaSpec::from_json, py::arg("json"));
   py::class_<as::HpaControllerConfig>(m, "HpaControllerConfig")
       .def(py::init([](double w, double tol, double sync) { return as::HpaControllerConfig{w, tol, sync}; }),
-           py::arg("downscale_stabilization_window") = 300.0, py::arg("tolerance") = 0.1,
-           py::arg("sync_period") = 15.0)
-      RW(as::HpaControllerConfig, downscale_stabilization_window) RW(as::HpaControllerConfig, tolerance)
-      RW(as::HpaControllerConfig, sync_period);
+           py::arg("downscale_stabilization_window_s") = 300.0, py::arg("tolerance") = 0.1,
+           py::arg("sync_period_s") = 15.0)
+      .def(py::init(
+          [](const py::kwargs& kw) { return from_kwargs<as::HpaControllerConfig>(kw, "HpaControllerConfig"); }))
+      RW(as::HpaControllerConfig, downscale_stabilization_window_s) RW(as::HpaControllerConfig, tolerance)
+      RW(as::HpaControllerConfig, sync_period_s);
   py::enum_<as::HpaConditionType>(m, "HpaConditionType")
       .value("able_to_scale", as::HpaConditionType::kAbleToScale)
       .value("scaling_active", as::HpaConditionType::kScalingActive)
@@ -487,52 +604,52 @@ void bind_autoscale(py::module_& parent) {
   // -------------------------------------------------------------------------------------------- queueing
   m.def("erlang_b", &as::erlang_b, py::arg("servers"), py::arg("load"));
   m.def("erlang_c", &as::erlang_c, py::arg("servers"), py::arg("load"));
-  m.def("prob_wait_exceeds", &as::prob_wait_exceeds, py::arg("servers"), py::arg("load"), py::arg("service_time"),
-        py::arg("t"));
-  m.def("mean_wait", &as::mean_wait, py::arg("servers"), py::arg("load"), py::arg("service_time"));
+  m.def("prob_wait_exceeds", &as::prob_wait_exceeds, py::arg("servers"), py::arg("load"), py::arg("service_time_s"),
+        py::arg("t_s"));
+  m.def("mean_wait", &as::mean_wait, py::arg("servers"), py::arg("load"), py::arg("service_time_s"));
   m.def("mean_queue_length", &as::mean_queue_length, py::arg("servers"), py::arg("load"));
   m.def("prob_response_exceeds", &as::prob_response_exceeds, py::arg("servers"), py::arg("load"),
-        py::arg("service_time"), py::arg("t"));
-  py::class_<as::LatencySlo>(m, "LatencySlo", "P(latency <= latency) >= quantile, on response time or wait")
-      .def(py::init([](double latency, double quantile, bool on_response_time, double max_utilization) {
-             as::LatencySlo s{latency, quantile, on_response_time, max_utilization};
+        py::arg("service_time_s"), py::arg("t_s"));
+  py::class_<as::LatencySlo>(m, "LatencySlo", "P(latency <= latency_s) >= quantile, on response time or wait")
+      .def(py::init([](double latency_s, double quantile, bool on_response_time, double max_utilization) {
+             as::LatencySlo s{latency_s, quantile, on_response_time, max_utilization};
              s.validate();
              return s;
            }),
-           py::arg("latency") = 0.5, py::arg("quantile") = 0.95, py::arg("on_response_time") = true,
+           py::arg("latency_s") = 0.5, py::arg("quantile") = 0.95, py::arg("on_response_time") = true,
            py::arg("max_utilization") = 1.0)
-      RW(as::LatencySlo, latency) RW(as::LatencySlo, quantile) RW(as::LatencySlo, on_response_time)
+      .def(py::init([](const py::kwargs& kw) {
+        as::LatencySlo s = from_kwargs<as::LatencySlo>(kw, "LatencySlo");
+        s.validate();
+        return s;
+      }))
+      RW(as::LatencySlo, latency_s) RW(as::LatencySlo, quantile) RW(as::LatencySlo, on_response_time)
       RW(as::LatencySlo, max_utilization);
-  m.def("min_servers_for_slo", &as::min_servers_for_slo, py::arg("load"), py::arg("service_time"), py::arg("slo"),
+  m.def("min_servers_for_slo", &as::min_servers_for_slo, py::arg("load"), py::arg("service_time_s"), py::arg("slo"),
         py::arg("max_servers") = 1000000);
-  m.def("min_replicas_for_slo", &as::min_replicas_for_slo, py::arg("arrival_rate"), py::arg("service_time"),
+  m.def("min_replicas_for_slo", &as::min_replicas_for_slo, py::arg("arrival_rate"), py::arg("service_time_s"),
         py::arg("concurrency"), py::arg("slo") = as::LatencySlo{}, py::arg("max_replicas") = 100000);
   m.def("sqrt_staffing", &as::sqrt_staffing, py::arg("load"), py::arg("beta"));
   m.def("halfin_whitt_delay_probability", &as::halfin_whitt_delay_probability, py::arg("beta"));
   m.def("halfin_whitt_beta", &as::halfin_whitt_beta, py::arg("p_wait"));
 
   // ------------------------------------------------------------------------------------------ simulation
-  py::class_<as::Trace>(m, "Trace", "Request rate (req/s) at steps of dt seconds")
-      .def(py::init([](py::array_t<double, py::array::c_style | py::array::forcecast> rate, double dt) {
-             KT_CHECK(dt > 0, InvalidArgument, "dt = ", dt, " must be > 0");
-             as::Trace t;
-             t.dt = dt;
-             t.rate.assign(rate.data(), rate.data() + rate.size());
-             for (std::size_t i = 0; i < t.rate.size(); ++i)
-               KT_CHECK(std::isfinite(t.rate[i]) && t.rate[i] >= 0, InvalidArgument, "rate[", i, "] = ", t.rate[i],
-                        " must be finite and >= 0");
-             return t;
+  py::class_<as::Trace>(m, "Trace", "Request rate (req/s) at steps of dt_s seconds")
+      .def(py::init(&trace_from_array), py::arg("rate"), py::arg("dt_s") = 1.0)
+      .def(py::init([](const Rates& rate, double dt) {
+             warn_renamed({"Trace", "dt", "dt_s"});
+             return trace_from_array(rate, dt);
            }),
-           py::arg("rate"), py::arg("dt") = 1.0)
-      .def_readwrite("dt", &as::Trace::dt)
+           py::arg("rate"), py::arg("dt"))
+      .def_readwrite("dt_s", &as::Trace::dt_s)
       .def_property_readonly("rate", [](const as::Trace& t) { return to_array(t.rate); })
-      .def_property_readonly("duration", &as::Trace::duration)
+      .def_property_readonly("duration_s", &as::Trace::duration_s)
       .def("__len__", [](const as::Trace& t) { return t.rate.size(); });
-  m.def("trace_steps", &as::trace_steps, py::arg("steps"), py::arg("dt") = 1.0);
-  m.def("trace_spike", &as::trace_spike, py::arg("base"), py::arg("peak"), py::arg("start"), py::arg("length"),
-        py::arg("total"), py::arg("dt") = 1.0);
-  m.def("trace_diurnal", &as::trace_diurnal, py::arg("mean"), py::arg("amplitude"), py::arg("period"),
-        py::arg("total"), py::arg("dt") = 1.0, py::arg("noise") = 0.0, py::arg("seed") = 0);
+  m.def("trace_steps", &as::trace_steps, py::arg("steps"), py::arg("dt_s") = 1.0);
+  m.def("trace_spike", &as::trace_spike, py::arg("base"), py::arg("peak"), py::arg("start"), py::arg("length_s"),
+        py::arg("total_s"), py::arg("dt_s") = 1.0);
+  m.def("trace_diurnal", &as::trace_diurnal, py::arg("mean"), py::arg("amplitude"), py::arg("period_s"),
+        py::arg("total_s"), py::arg("dt_s") = 1.0, py::arg("noise") = 0.0, py::arg("seed") = 0);
   m.def("trace_from_csv", &as::trace_from_csv, py::arg("path"));
   py::class_<as::SimConfig>(m, "SimConfig", "Simulator settings (see docs/autoscale.md)")
       .def(py::init([](const py::kwargs& kw) {
@@ -540,11 +657,11 @@ void bind_autoscale(py::module_& parent) {
         c.validate();
         return c;
       }))
-      RW(as::SimConfig, policy) RW(as::SimConfig, service_time) RW(as::SimConfig, container_concurrency)
-      RW(as::SimConfig, pod_startup_delay) RW(as::SimConfig, slo) RW(as::SimConfig, initial_replicas)
+      RW(as::SimConfig, policy) RW(as::SimConfig, service_time_s) RW(as::SimConfig, container_concurrency)
+      RW(as::SimConfig, pod_startup_delay_s) RW(as::SimConfig, slo) RW(as::SimConfig, initial_replicas)
       RW(as::SimConfig, kpa) RW(as::SimConfig, kpa_revision) RW(as::SimConfig, hpa) RW(as::SimConfig, hpa_controller)
-      RW(as::SimConfig, hpa_target_utilization) RW(as::SimConfig, hpa_metric_window) RW(as::SimConfig, slo_interval)
-      RW(as::SimConfig, slo_lookback) RW(as::SimConfig, slo_headroom) RW(as::SimConfig, slo_min_replicas)
+      RW(as::SimConfig, hpa_target_utilization) RW(as::SimConfig, hpa_metric_window_s) RW(as::SimConfig, slo_interval_s)
+      RW(as::SimConfig, slo_lookback_s) RW(as::SimConfig, slo_headroom) RW(as::SimConfig, slo_min_replicas)
       RW(as::SimConfig, max_replicas)
       .def("validate", &as::SimConfig::validate)
       .def("to_json", [](const as::SimConfig& c) { return as::sim_config_to_json(c); })
@@ -569,6 +686,7 @@ void bind_autoscale(py::module_& parent) {
       .def_readonly("scale_events", &as::SimResult::scale_events)
       .def("to_json", [](const as::SimResult& r) { return as::sim_result_to_json(r); });
   m.def("simulate", &as::simulate, py::arg("trace"), py::arg("config"), py::call_guard<py::gil_scoped_release>());
+  add_deprecated_aliases(m);
 }
 
 }  // namespace kubetune::python

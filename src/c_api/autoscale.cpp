@@ -1,4 +1,5 @@
-// C API of the autoscale module: KPA fleet (batch decide), HPA controller, queueing, simulation.
+// C API of the autoscale module: KPA fleet (batch decide) and scaler, activator throttler, HPA controller, queueing,
+// simulation.
 #include <memory>
 #include <optional>
 #include <vector>
@@ -8,14 +9,17 @@
 #include "kubetune/sched/autoscale/kpa.hpp"
 #include "kubetune/sched/autoscale/queueing.hpp"
 #include "kubetune/sched/autoscale/simulate.hpp"
-
-#include <nlohmann/json.hpp>
+#include "kubetune/sched/autoscale/throttler.hpp"
 
 namespace as = kubetune::sched::autoscale;
 
 struct kt_kpa_fleet {
   std::vector<as::KpaDecider> deciders;
   std::vector<as::ScaleResult> out;
+};
+
+struct kt_kpa_scaler {
+  as::KpaScaler scaler;
 };
 
 struct kt_hpa {
@@ -26,23 +30,17 @@ struct kt_hpa_fleet {
   std::vector<as::HpaController> hpas;
 };
 
+static_assert(static_cast<int>(as::PaState::kActivating) == KT_PA_ACTIVATING &&
+                  static_cast<int>(as::PaState::kActive) == KT_PA_ACTIVE &&
+                  static_cast<int>(as::PaState::kInactive) == KT_PA_INACTIVE,
+              "kt_pa_state mirrors PaState");
+
 namespace {
 const char* or_empty(const char* s) { return s ? s : "{}"; }
 
 // controller_json of kt_hpa_create / kt_hpa_fleet_create: NULL or any subset of the HpaControllerConfig keys.
 as::HpaControllerConfig controller_config(const char* controller_json) {
-  as::HpaControllerConfig cc;
-  if (!controller_json) return cc;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(controller_json);
-    if (j.contains("downscale_stabilization_window"))
-      j.at("downscale_stabilization_window").get_to(cc.downscale_stabilization_window);
-    if (j.contains("tolerance")) j.at("tolerance").get_to(cc.tolerance);
-    if (j.contains("sync_period")) j.at("sync_period").get_to(cc.sync_period);
-  } catch (const nlohmann::json::exception& e) {
-    KT_THROW(InvalidArgument, "controller JSON: ", e.what());
-  }
-  return cc;
+  return controller_json ? as::HpaControllerConfig::from_json(controller_json) : as::HpaControllerConfig{};
 }
 
 // The proposals of kt_hpa_reconcile*: valid[i] == 0 (or valid == NULL: none) marks metric i as failed.
@@ -121,6 +119,70 @@ KT_API int kt_kpa_scrape_sample_size(int32_t population, int32_t* out, char** er
   KT_API_END(err_out)
 }
 
+KT_API int kt_kpa_scaler_create(const char* config_json, const char* revision_json, double now,
+                                int32_t initial_replicas, kt_kpa_scaler** out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(out, InvalidArgument, "out must not be NULL");
+  *out = new kt_kpa_scaler{as::KpaScaler(as::KpaConfig::from_json(or_empty(config_json)),
+                                         as::KpaRevision::from_json(or_empty(revision_json)), now, initial_replicas)};
+  KT_API_END(err_out)
+}
+
+KT_API void kt_kpa_scaler_free(kt_kpa_scaler* scaler) { delete scaler; }
+
+KT_API int kt_kpa_scaler_reconcile(kt_kpa_scaler* scaler, double now, int32_t desired, int32_t excess_burst_capacity,
+                                   int32_t ready_pods, int activator_probe, kt_kpa_scaler_step* out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(scaler && out, InvalidArgument, "scaler and out must not be NULL");
+  KT_CHECK(activator_probe >= -1 && activator_probe <= 1, InvalidArgument, "activator_probe = ", activator_probe,
+           " must be -1 (not probed), 0 (failed) or 1 (succeeded)");
+  as::ScaleResult d;
+  d.scale_valid = desired >= 0;
+  d.desired_pod_count = desired;
+  d.excess_burst_capacity = excess_burst_capacity;
+  const std::optional<bool> probe = activator_probe < 0 ? std::nullopt : std::optional<bool>(activator_probe == 1);
+  const as::ScalerStep st = scaler->scaler.reconcile(now, d, ready_pods, probe);
+  *out = kt_kpa_scaler_step{st.want,
+                            st.applied ? 1 : 0,
+                            st.replicas,
+                            st.proxy_mode ? 1 : 0,
+                            static_cast<kt_pa_state>(st.state),
+                            st.reason,
+                            st.requeue_after_s,
+                            st.probe_activator ? 1 : 0};
+  KT_API_END(err_out)
+}
+
+KT_API int kt_kpa_scaler_activation_timeout(const kt_kpa_scaler* scaler, double* out_s, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(scaler && out_s, InvalidArgument, "scaler and out_s must not be NULL");
+  *out_s = scaler->scaler.activation_timeout_s();
+  KT_API_END(err_out)
+}
+
+KT_API int kt_throttler_share(const kt_throttler_input* in, kt_throttler_result* out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(in && out, InvalidArgument, "in and out must not be NULL");
+  const as::ThrottlerShare s = as::throttler_share(as::ThrottlerInput{in->backends, in->pod_trackers,
+                                                                      in->container_concurrency, in->activator_count,
+                                                                      in->activator_index, in->via_cluster_ip != 0});
+  *out = kt_throttler_result{s.capacity,    s.infinite_breaker ? 1 : 0, s.breaker_capacity, s.tracker_capacity,
+                             s.slice_begin, s.slice_end,                s.remnant,          s.assigned()};
+  KT_API_END(err_out)
+}
+
+KT_API int kt_throttler_pick_indices(int64_t trackers, int64_t self_index, int64_t activators, int64_t* begin_out,
+                                     int64_t* end_out, int64_t* remnants_out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(begin_out && end_out && remnants_out, InvalidArgument,
+           "begin_out, end_out and remnants_out must not be NULL");
+  const as::TrackerSlice t = as::pick_tracker_indices(trackers, self_index, activators);
+  *begin_out = t.begin;
+  *end_out = t.end;
+  *remnants_out = t.remnants;
+  KT_API_END(err_out)
+}
+
 KT_API int kt_hpa_create(const char* spec_json, const char* controller_json, kt_hpa** out, char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(out, InvalidArgument, "out must not be NULL");
@@ -189,33 +251,33 @@ KT_API int kt_erlang_c(int64_t servers, double load, double* out, char** err_out
   KT_API_END(err_out)
 }
 
-KT_API int kt_prob_wait_exceeds(int64_t servers, double load, double service_time, double t, double* out,
+KT_API int kt_prob_wait_exceeds(int64_t servers, double load, double service_time_s, double t_s, double* out,
                                 char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(out, InvalidArgument, "out must not be NULL");
-  *out = as::prob_wait_exceeds(servers, load, service_time, t);
+  *out = as::prob_wait_exceeds(servers, load, service_time_s, t_s);
   KT_API_END(err_out)
 }
 
-KT_API int kt_min_replicas_for_slo(double arrival_rate, double service_time, int32_t concurrency, double latency_s,
+KT_API int kt_min_replicas_for_slo(double arrival_rate, double service_time_s, int32_t concurrency, double latency_s,
                                    double quantile, int on_response_time, int64_t* out, char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(out, InvalidArgument, "out must not be NULL");
   as::LatencySlo slo;
-  slo.latency = latency_s;
+  slo.latency_s = latency_s;
   slo.quantile = quantile;
   slo.on_response_time = on_response_time != 0;
-  *out = as::min_replicas_for_slo(arrival_rate, service_time, concurrency, slo);
+  *out = as::min_replicas_for_slo(arrival_rate, service_time_s, concurrency, slo);
   KT_API_END(err_out)
 }
 
-KT_API int kt_autoscale_simulate(const char* config_json, const double* rates, size_t n, double dt,
+KT_API int kt_autoscale_simulate(const char* config_json, const double* rates, size_t n, double dt_s,
                                  char** result_json, char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(result_json, InvalidArgument, "result_json must not be NULL");
   KT_CHECK(n == 0 || rates, InvalidArgument, "rates must not be NULL");
   as::Trace t;
-  t.dt = dt;
+  t.dt_s = dt_s;
   t.rate.assign(rates, rates + n);
   *result_json = kubetune::capi::dup_string(as::sim_result_to_json(as::simulate(t, as::sim_config_from_json(or_empty(config_json)))));
   KT_API_END(err_out)

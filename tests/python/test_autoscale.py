@@ -24,14 +24,14 @@ def test_erlang_b_matches_closed_form():
 
 
 def test_min_replicas_for_slo_is_minimal():
-    slo = a.LatencySlo(latency=0.5, quantile=0.95)
+    slo = a.LatencySlo(latency_s=0.5, quantile=0.95)
     r = a.min_replicas_for_slo(300.0, 0.1, 10, slo)
     assert a.prob_response_exceeds(r * 10, 30.0, 0.1, 0.5) <= 0.05
     assert a.prob_response_exceeds((r - 1) * 10, 30.0, 0.1, 0.5) > 0.05
     with pytest.raises(ValueError, match="quantile"):
         a.LatencySlo(quantile=1.5)
     with pytest.raises(RuntimeError):
-        a.min_replicas_for_slo(10.0, 1.0, 1, a.LatencySlo(latency=0.1))
+        a.min_replicas_for_slo(10.0, 1.0, 1, a.LatencySlo(latency_s=0.1))
     beta = a.halfin_whitt_beta(0.1)
     assert a.halfin_whitt_delay_probability(beta) == pytest.approx(0.1, abs=1e-9)
     assert a.sqrt_staffing(100.0, 1.0) == 110
@@ -40,17 +40,17 @@ def test_min_replicas_for_slo_is_minimal():
 def test_kpa_config_defaults_and_validation():
     c = a.KpaConfig()
     assert c.target_burst_capacity == 211.0
-    assert c.stable_window == 60.0
+    assert c.stable_window_s == 60.0
     assert c.max_scale_up_rate == 1000.0
     with pytest.raises(ValueError, match="stable-window"):
-        a.KpaConfig(stable_window=2.0)
+        a.KpaConfig(stable_window_s=2.0)
     with pytest.raises(ValueError, match="unknown field"):
         a.KpaConfig(no_such=1)
     with pytest.raises(ValueError, match="target-burst-capacity"):
         a.KpaConfig(target_burst_capacity=-5.0)
     cm = a.KpaConfig.from_configmap({"container-concurrency-target-percentage": "80", "stable-window": "2m"})
     assert cm.container_concurrency_target_fraction == pytest.approx(0.8)
-    assert cm.stable_window == 120.0
+    assert cm.stable_window_s == 120.0
     assert a.KpaConfig.from_json(cm.to_json()).to_json() == cm.to_json()
     target, total = a.resolve_metric_target(a.KpaConfig(), a.KpaRevision(container_concurrency=10))
     assert (target, total) == (pytest.approx(7.0), 10.0)
@@ -156,8 +156,8 @@ def test_simulate_compare_and_plot(tmp_path):
     plt.close(fig)
     cfg = a.SimConfig.from_json(results and a.standard_configs()["slo"].to_json())
     assert cfg.policy == a.SimPolicy.slo
-    with pytest.raises(ValueError, match="service_time"):
-        a.SimConfig(service_time=0.0)
+    with pytest.raises(ValueError, match="service_time_s"):
+        a.SimConfig(service_time_s=0.0)
     with pytest.raises(ValueError, match="rate"):
         a.Trace(np.array([1.0, -1.0]))
 
@@ -166,7 +166,7 @@ def test_trace_csv(tmp_path):
     p = tmp_path / "t.csv"
     p.write_text("time,rate\n0,5\n10,6\n")
     t = a.trace_from_csv(str(p))
-    assert list(t.rate) == [5.0, 6.0] and t.dt == 10.0
+    assert list(t.rate) == [5.0, 6.0] and t.dt_s == 10.0
     with pytest.raises(OSError):
         a.trace_from_csv(str(tmp_path / "missing.csv"))
 

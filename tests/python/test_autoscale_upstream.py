@@ -8,13 +8,13 @@ from kubetune import autoscale as a
 
 def test_kpa_values_match_upstream():
     # pkg/deployment ProgressDeadlineDefault 600 s + kpa/scaler.go activationTimeoutBuffer 30 s.
-    assert a.KpaConfig().activation_timeout == 630.0
+    assert a.KpaConfig().activation_timeout_s == 630.0
     # resources/metric_test.go:TestMakeMetric/with panic window percentage+rounding: 60 s * 51 % -> 31 s.
-    assert a.make_decider_spec(a.KpaConfig(), a.KpaRevision(panic_window_percentage=51)).panic_window == 31.0
+    assert a.make_decider_spec(a.KpaConfig(), a.KpaRevision(panic_window_percent=51)).panic_window_s == 31.0
     # scaling/autoscaler_test.go specs leave TotalValue and StableWindow at zero.
     spec = a.make_decider_spec()
     spec.total_value = 0.0
-    spec.stable_window = 0.0
+    spec.stable_window_s = 0.0
     spec.validate()
     spec.total_value = -1.0
     with pytest.raises(ValueError, match="total_value"):
@@ -23,8 +23,8 @@ def test_kpa_values_match_upstream():
 
 def test_unreachable_revision_skips_scale_down_delay():
     # scaling/autoscaler_test.go:TestAutoscalerScaleDownDelayNotReachable
-    rev = a.KpaRevision(target=10.0, target_utilization_percentage=100, panic_threshold_percentage=1000)
-    spec = a.make_decider_spec(a.KpaConfig(scale_down_delay=300.0), rev)  # target 10 per pod, no panic at 4x
+    rev = a.KpaRevision(target=10.0, target_utilization_percent=100, panic_threshold_percent=1000)
+    spec = a.make_decider_spec(a.KpaConfig(scale_down_delay_s=300.0), rev)  # target 10 per pod, no panic at 4x
     d = a.KpaDecider(spec)
     assert d.decide(2.0, 0, 40.0, 40.0).desired_pod_count == 4
     assert d.decide(60.0, 0, 0.0, 0.0).desired_pod_count == 4  # held by the delay window
@@ -115,7 +115,7 @@ def _result(desired):
 
 def test_scaler_requeue_and_probe_actions():
     # kpa/scaler_test.go:TestScaler rows (stable window 300 s, grace 60 s), driven through the bindings.
-    cfg = a.KpaConfig(stable_window=300.0, scale_to_zero_grace_period=60.0)
+    cfg = a.KpaConfig(stable_window_s=300.0, scale_to_zero_grace_period_s=60.0)
     sc = a.KpaScaler(cfg, a.KpaRevision(), 0.0, 1)
     sc.reconcile(0.0, _result(1), 1)
     # .../waits to scale to zero (just before idle period): keep 1 pod, come back in 1 s.
@@ -134,4 +134,4 @@ def test_scaler_requeue_and_probe_actions():
     assert step.applied and step.replicas == 0 and not step.probe_activator
     # .../waits to scale to zero while activating until after deadline exceeded: re-enqueue after 630 s.
     step = a.KpaScaler(cfg, a.KpaRevision(), 0.0, 1).reconcile(315.0, _result(0), 0)
-    assert (step.want, step.requeue_after_s) == (-1, a.KpaConfig().activation_timeout)
+    assert (step.want, step.requeue_after_s) == (-1, a.KpaConfig().activation_timeout_s)

@@ -40,5 +40,7 @@ def test_go_operator_example(tmp_path):
             "the maximum scale rate") in out
     # HPA batch form: legacy cap max(2 x 4, 4) = 8 for 9 and for 30 (max 10); the failed metric keeps 4.
     assert "hpa fleet desired=[8 4 8]" in out
+    assert "kpa scaler t=36s want=0 replicas=0 state=Inactive reason=TimedOut requeue=none" in out
+    assert "activator capacity=3 trackers=[0 1 4]" in out
     # The deliberate bad input: the library's message through err_out, naming the key.
     assert "rejected: kubetune: code -1: stable-window = 2s must be in [6s, 3600s] range" in out

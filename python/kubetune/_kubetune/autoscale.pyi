@@ -7,7 +7,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Aggregation', 'BucketWindow', 'DeciderSpec', 'HpaBehavior', 'HpaCondition', 'HpaConditionType', 'HpaController', 'HpaControllerConfig', 'HpaDecision', 'HpaFleet', 'HpaPod', 'HpaRecommendation', 'HpaSpec', 'KpaAutoscaler', 'KpaConfig', 'KpaDecider', 'KpaFleet', 'KpaMetricCollector', 'KpaRevision', 'KpaScaler', 'LatencySlo', 'MIN_ACTIVATORS', 'MaxTimeWindow', 'Observed', 'PaState', 'PodPhase', 'PolicyType', 'REVISION_MAX_CONCURRENCY', 'ReadyCondition', 'ReplicaCalcConfig', 'ReplicaResult', 'ScaleResult', 'ScalerStep', 'ScalingMetric', 'ScalingPolicy', 'ScalingRules', 'SelectPolicy', 'SimConfig', 'SimPolicy', 'SimResult', 'Stat', 'TICK_INTERVAL_SECONDS', 'ThrottlerInput', 'ThrottlerShare', 'Tolerances', 'Trace', 'WeightedBucketWindow', 'aggregate_scrape', 'compute_num_activators', 'erlang_b', 'erlang_c', 'external_average_value_replicas', 'external_value_replicas', 'halfin_whitt_beta', 'halfin_whitt_delay_probability', 'make_decider_spec', 'mean_queue_length', 'mean_wait', 'min_replicas_for_slo', 'min_servers_for_slo', 'object_average_value_replicas', 'object_value_replicas', 'pick_tracker_indices', 'pods_metric_replicas', 'prob_response_exceeds', 'prob_wait_exceeds', 'ready_pod_count', 'resolve_initial_scale', 'resolve_metric_target', 'resource_average_value_replicas', 'resource_utilization_replicas', 'scrape_sample_size', 'simulate', 'smoothing_coefficient', 'sqrt_staffing', 'throttler_share', 'trace_diurnal', 'trace_from_csv', 'trace_spike', 'trace_steps']
+__all__: list[str] = ['Aggregation', 'BucketWindow', 'DeciderSpec', 'HpaBehavior', 'HpaCondition', 'HpaConditionType', 'HpaController', 'HpaControllerConfig', 'HpaDecision', 'HpaFleet', 'HpaPod', 'HpaRecommendation', 'HpaSpec', 'KpaAutoscaler', 'KpaConfig', 'KpaDecider', 'KpaFleet', 'KpaMetricCollector', 'KpaRevision', 'KpaScaler', 'LatencySlo', 'MIN_ACTIVATORS', 'MaxTimeWindow', 'Observed', 'PaState', 'PodPhase', 'PolicyType', 'REVISION_MAX_CONCURRENCY', 'ReadyCondition', 'ReplicaCalcConfig', 'ReplicaResult', 'ScaleResult', 'ScalerStep', 'ScalingMetric', 'ScalingPolicy', 'ScalingRules', 'SelectPolicy', 'SimConfig', 'SimPolicy', 'SimResult', 'Stat', 'TICK_INTERVAL_S', 'ThrottlerInput', 'ThrottlerShare', 'Tolerances', 'Trace', 'WeightedBucketWindow', 'aggregate_scrape', 'compute_num_activators', 'erlang_b', 'erlang_c', 'external_average_value_replicas', 'external_value_replicas', 'halfin_whitt_beta', 'halfin_whitt_delay_probability', 'make_decider_spec', 'mean_queue_length', 'mean_wait', 'min_replicas_for_slo', 'min_servers_for_slo', 'object_average_value_replicas', 'object_value_replicas', 'pick_tracker_indices', 'pods_metric_replicas', 'prob_response_exceeds', 'prob_wait_exceeds', 'ready_pod_count', 'resolve_initial_scale', 'resolve_metric_target', 'resource_average_value_replicas', 'resource_utilization_replicas', 'scrape_sample_size', 'simulate', 'smoothing_coefficient', 'sqrt_staffing', 'throttler_share', 'trace_diurnal', 'trace_from_csv', 'trace_spike', 'trace_steps']
 class ScalingMetric:
     """
     Members:
@@ -404,7 +404,15 @@ class BucketWindow:
     def num_buckets(self) -> int:
         ...
     @property
-    def window(self) -> float:
+    def window(self) -> typing.Any:
+        """
+        Deprecated alias of window_s (removed in the next release)
+        """
+    @window.setter
+    def window(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def window_s(self) -> float:
         ...
 class WeightedBucketWindow(BucketWindow):
     """
@@ -448,10 +456,18 @@ class KpaConfig:
     def validate(self) -> None:
         ...
     @property
-    def activation_timeout(self) -> float:
-        ...
+    def activation_timeout(self) -> typing.Any:
+        """
+        Deprecated alias of activation_timeout_s (removed in the next release)
+        """
     @activation_timeout.setter
-    def activation_timeout(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def activation_timeout(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def activation_timeout_s(self) -> float:
+        ...
+    @activation_timeout_s.setter
+    def activation_timeout_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
     def activator_capacity(self) -> float:
@@ -508,16 +524,32 @@ class KpaConfig:
     def min_scale(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
-    def panic_threshold_percentage(self) -> float:
+    def panic_threshold_percent(self) -> float:
         ...
-    @panic_threshold_percentage.setter
-    def panic_threshold_percentage(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    @panic_threshold_percent.setter
+    def panic_threshold_percent(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
-    def panic_window_percentage(self) -> float:
+    def panic_threshold_percentage(self) -> typing.Any:
+        """
+        Deprecated alias of panic_threshold_percent (removed in the next release)
+        """
+    @panic_threshold_percentage.setter
+    def panic_threshold_percentage(self, arg1: typing.Any) -> None:
         ...
+    @property
+    def panic_window_percent(self) -> float:
+        ...
+    @panic_window_percent.setter
+    def panic_window_percent(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def panic_window_percentage(self) -> typing.Any:
+        """
+        Deprecated alias of panic_window_percent (removed in the next release)
+        """
     @panic_window_percentage.setter
-    def panic_window_percentage(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def panic_window_percentage(self, arg1: typing.Any) -> None:
         ...
     @property
     def rps_target_default(self) -> float:
@@ -526,28 +558,60 @@ class KpaConfig:
     def rps_target_default(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
-    def scale_down_delay(self) -> float:
-        ...
+    def scale_down_delay(self) -> typing.Any:
+        """
+        Deprecated alias of scale_down_delay_s (removed in the next release)
+        """
     @scale_down_delay.setter
-    def scale_down_delay(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def scale_down_delay(self, arg1: typing.Any) -> None:
         ...
     @property
-    def scale_to_zero_grace_period(self) -> float:
+    def scale_down_delay_s(self) -> float:
         ...
+    @scale_down_delay_s.setter
+    def scale_down_delay_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def scale_to_zero_grace_period(self) -> typing.Any:
+        """
+        Deprecated alias of scale_to_zero_grace_period_s (removed in the next release)
+        """
     @scale_to_zero_grace_period.setter
-    def scale_to_zero_grace_period(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def scale_to_zero_grace_period(self, arg1: typing.Any) -> None:
         ...
     @property
-    def scale_to_zero_pod_retention_period(self) -> float:
+    def scale_to_zero_grace_period_s(self) -> float:
         ...
+    @scale_to_zero_grace_period_s.setter
+    def scale_to_zero_grace_period_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def scale_to_zero_pod_retention_period(self) -> typing.Any:
+        """
+        Deprecated alias of scale_to_zero_pod_retention_period_s (removed in the next release)
+        """
     @scale_to_zero_pod_retention_period.setter
-    def scale_to_zero_pod_retention_period(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def scale_to_zero_pod_retention_period(self, arg1: typing.Any) -> None:
         ...
     @property
-    def stable_window(self) -> float:
+    def scale_to_zero_pod_retention_period_s(self) -> float:
         ...
+    @scale_to_zero_pod_retention_period_s.setter
+    def scale_to_zero_pod_retention_period_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def stable_window(self) -> typing.Any:
+        """
+        Deprecated alias of stable_window_s (removed in the next release)
+        """
     @stable_window.setter
-    def stable_window(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def stable_window(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def stable_window_s(self) -> float:
+        ...
+    @stable_window_s.setter
+    def stable_window_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
     def target_burst_capacity(self) -> float:
@@ -610,28 +674,66 @@ class KpaRevision:
     def min_scale(self, arg0: typing.SupportsInt | typing.SupportsIndex | None) -> None:
         ...
     @property
-    def panic_threshold_percentage(self) -> float | None:
+    def panic_threshold_percent(self) -> float | None:
         ...
+    @panic_threshold_percent.setter
+    def panic_threshold_percent(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+        ...
+    @property
+    def panic_threshold_percentage(self) -> typing.Any:
+        """
+        Deprecated alias of panic_threshold_percent (removed in the next release)
+        """
     @panic_threshold_percentage.setter
-    def panic_threshold_percentage(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+    def panic_threshold_percentage(self, arg1: typing.Any) -> None:
         ...
     @property
-    def panic_window_percentage(self) -> float | None:
+    def panic_window_percent(self) -> float | None:
         ...
+    @panic_window_percent.setter
+    def panic_window_percent(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+        ...
+    @property
+    def panic_window_percentage(self) -> typing.Any:
+        """
+        Deprecated alias of panic_window_percent (removed in the next release)
+        """
     @panic_window_percentage.setter
-    def panic_window_percentage(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+    def panic_window_percentage(self, arg1: typing.Any) -> None:
         ...
     @property
-    def scale_down_delay(self) -> float | None:
+    def progress_deadline_s(self) -> float | None:
         ...
+    @progress_deadline_s.setter
+    def progress_deadline_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+        ...
+    @property
+    def scale_down_delay(self) -> typing.Any:
+        """
+        Deprecated alias of scale_down_delay_s (removed in the next release)
+        """
     @scale_down_delay.setter
-    def scale_down_delay(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+    def scale_down_delay(self, arg1: typing.Any) -> None:
         ...
     @property
-    def scale_to_zero_pod_retention_period(self) -> float | None:
+    def scale_down_delay_s(self) -> float | None:
         ...
+    @scale_down_delay_s.setter
+    def scale_down_delay_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+        ...
+    @property
+    def scale_to_zero_pod_retention_period(self) -> typing.Any:
+        """
+        Deprecated alias of scale_to_zero_pod_retention_period_s (removed in the next release)
+        """
     @scale_to_zero_pod_retention_period.setter
-    def scale_to_zero_pod_retention_period(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+    def scale_to_zero_pod_retention_period(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def scale_to_zero_pod_retention_period_s(self) -> float | None:
+        ...
+    @scale_to_zero_pod_retention_period_s.setter
+    def scale_to_zero_pod_retention_period_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
         ...
     @property
     def target(self) -> float | None:
@@ -646,16 +748,32 @@ class KpaRevision:
     def target_burst_capacity(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
         ...
     @property
-    def target_utilization_percentage(self) -> float | None:
+    def target_utilization_percent(self) -> float | None:
         ...
-    @target_utilization_percentage.setter
-    def target_utilization_percentage(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+    @target_utilization_percent.setter
+    def target_utilization_percent(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
         ...
     @property
-    def window(self) -> float | None:
+    def target_utilization_percentage(self) -> typing.Any:
+        """
+        Deprecated alias of target_utilization_percent (removed in the next release)
+        """
+    @target_utilization_percentage.setter
+    def target_utilization_percentage(self, arg1: typing.Any) -> None:
         ...
+    @property
+    def window(self) -> typing.Any:
+        """
+        Deprecated alias of window_s (removed in the next release)
+        """
     @window.setter
-    def window(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+    def window(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def window_s(self) -> float | None:
+        ...
+    @window_s.setter
+    def window_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
         ...
 class DeciderSpec:
     """
@@ -704,22 +822,46 @@ class DeciderSpec:
     def panic_threshold(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
-    def panic_window(self) -> float:
-        ...
+    def panic_window(self) -> typing.Any:
+        """
+        Deprecated alias of panic_window_s (removed in the next release)
+        """
     @panic_window.setter
-    def panic_window(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def panic_window(self, arg1: typing.Any) -> None:
         ...
     @property
-    def scale_down_delay(self) -> float:
+    def panic_window_s(self) -> float:
         ...
+    @panic_window_s.setter
+    def panic_window_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def scale_down_delay(self) -> typing.Any:
+        """
+        Deprecated alias of scale_down_delay_s (removed in the next release)
+        """
     @scale_down_delay.setter
-    def scale_down_delay(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def scale_down_delay(self, arg1: typing.Any) -> None:
         ...
     @property
-    def stable_window(self) -> float:
+    def scale_down_delay_s(self) -> float:
         ...
+    @scale_down_delay_s.setter
+    def scale_down_delay_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def stable_window(self) -> typing.Any:
+        """
+        Deprecated alias of stable_window_s (removed in the next release)
+        """
     @stable_window.setter
-    def stable_window(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def stable_window(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def stable_window_s(self) -> float:
+        ...
+    @stable_window_s.setter
+    def stable_window_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
     def target_burst_capacity(self) -> float:
@@ -917,7 +1059,11 @@ class KpaMetricCollector:
     """
     Stable and panic windows of one revision
     """
-    def __init__(self, stable_window: typing.SupportsFloat | typing.SupportsIndex = 60.0, panic_window_percentage: typing.SupportsFloat | typing.SupportsIndex = 10.0, aggregation: Aggregation = Aggregation.linear) -> None:
+    @typing.overload
+    def __init__(self, stable_window_s: typing.SupportsFloat | typing.SupportsIndex = 60.0, *, panic_window_s: typing.SupportsFloat | typing.SupportsIndex = 6.0, aggregation: Aggregation = Aggregation.linear) -> None:
+        ...
+    @typing.overload
+    def __init__(self, *args, **kwargs) -> None:
         ...
     def concurrency(self, now: typing.SupportsFloat | typing.SupportsIndex) -> Observed:
         ...
@@ -926,7 +1072,15 @@ class KpaMetricCollector:
     def rps(self, now: typing.SupportsFloat | typing.SupportsIndex) -> Observed:
         ...
     @property
-    def panic_window(self) -> float:
+    def panic_window(self) -> typing.Any:
+        """
+        Deprecated alias of panic_window_s (removed in the next release)
+        """
+    @panic_window.setter
+    def panic_window(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def panic_window_s(self) -> float:
         ...
 class ScalerStep:
     @property
@@ -937,6 +1091,9 @@ class ScalerStep:
         ...
     @property
     def proxy_mode(self) -> bool:
+        ...
+    @property
+    def reason(self) -> str:
         ...
     @property
     def replicas(self) -> int:
@@ -961,6 +1118,9 @@ class KpaScaler:
     def scale_bounds(self) -> tuple[int, int]:
         ...
     @property
+    def activation_timeout_s(self) -> float:
+        ...
+    @property
     def proxy_mode(self) -> bool:
         ...
     @property
@@ -971,6 +1131,12 @@ class KpaScaler:
         ...
     @property
     def state(self) -> PaState:
+        ...
+    @property
+    def state_reason(self) -> str:
+        ...
+    @property
+    def state_since(self) -> float:
         ...
 class KpaAutoscaler:
     """
@@ -1025,10 +1191,18 @@ class HpaPod:
     def metric_timestamp(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
-    def metric_window(self) -> float:
-        ...
+    def metric_window(self) -> typing.Any:
+        """
+        Deprecated alias of metric_window_s (removed in the next release)
+        """
     @metric_window.setter
-    def metric_window(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def metric_window(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def metric_window_s(self) -> float:
+        ...
+    @metric_window_s.setter
+    def metric_window_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
     def ready_transition_time(self) -> float:
@@ -1049,19 +1223,39 @@ class HpaPod:
     def start_time(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
         ...
 class ReplicaCalcConfig:
-    def __init__(self, cpu_initialization_period: typing.SupportsFloat | typing.SupportsIndex = 300.0, delay_of_initial_readiness_status: typing.SupportsFloat | typing.SupportsIndex = 30.0) -> None:
+    @typing.overload
+    def __init__(self, cpu_initialization_period_s: typing.SupportsFloat | typing.SupportsIndex = 300.0, delay_of_initial_readiness_status_s: typing.SupportsFloat | typing.SupportsIndex = 30.0) -> None:
+        ...
+    @typing.overload
+    def __init__(self, **kwargs) -> None:
         ...
     @property
-    def cpu_initialization_period(self) -> float:
-        ...
+    def cpu_initialization_period(self) -> typing.Any:
+        """
+        Deprecated alias of cpu_initialization_period_s (removed in the next release)
+        """
     @cpu_initialization_period.setter
-    def cpu_initialization_period(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def cpu_initialization_period(self, arg1: typing.Any) -> None:
         ...
     @property
-    def delay_of_initial_readiness_status(self) -> float:
+    def cpu_initialization_period_s(self) -> float:
         ...
+    @cpu_initialization_period_s.setter
+    def cpu_initialization_period_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def delay_of_initial_readiness_status(self) -> typing.Any:
+        """
+        Deprecated alias of delay_of_initial_readiness_status_s (removed in the next release)
+        """
     @delay_of_initial_readiness_status.setter
-    def delay_of_initial_readiness_status(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def delay_of_initial_readiness_status(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def delay_of_initial_readiness_status_s(self) -> float:
+        ...
+    @delay_of_initial_readiness_status_s.setter
+    def delay_of_initial_readiness_status_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
 class ReplicaResult:
     def __repr__(self) -> str:
@@ -1083,13 +1277,25 @@ class ReplicaResult:
         ...
 class ScalingPolicy:
     type: PolicyType
-    def __init__(self, type: PolicyType, value: typing.SupportsInt | typing.SupportsIndex, period_seconds: typing.SupportsInt | typing.SupportsIndex) -> None:
+    @typing.overload
+    def __init__(self, type: PolicyType, value: typing.SupportsInt | typing.SupportsIndex, period_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @typing.overload
+    def __init__(self, **kwargs) -> None:
         ...
     @property
-    def period_seconds(self) -> int:
+    def period_s(self) -> float:
         ...
+    @period_s.setter
+    def period_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def period_seconds(self) -> typing.Any:
+        """
+        Deprecated alias of period_s (removed in the next release)
+        """
     @period_seconds.setter
-    def period_seconds(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def period_seconds(self, arg1: typing.Any) -> None:
         ...
     @property
     def value(self) -> int:
@@ -1110,10 +1316,18 @@ class ScalingRules:
     def policies(self, arg0: collections.abc.Sequence[ScalingPolicy]) -> None:
         ...
     @property
-    def stabilization_window_seconds(self) -> int | None:
+    def stabilization_window_s(self) -> float | None:
         ...
+    @stabilization_window_s.setter
+    def stabilization_window_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+        ...
+    @property
+    def stabilization_window_seconds(self) -> typing.Any:
+        """
+        Deprecated alias of stabilization_window_s (removed in the next release)
+        """
     @stabilization_window_seconds.setter
-    def stabilization_window_seconds(self, arg0: typing.SupportsInt | typing.SupportsIndex | None) -> None:
+    def stabilization_window_seconds(self, arg1: typing.Any) -> None:
         ...
     @property
     def tolerance(self) -> float | None:
@@ -1159,19 +1373,39 @@ class HpaSpec:
     def min_replicas(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
 class HpaControllerConfig:
-    def __init__(self, downscale_stabilization_window: typing.SupportsFloat | typing.SupportsIndex = 300.0, tolerance: typing.SupportsFloat | typing.SupportsIndex = 0.1, sync_period: typing.SupportsFloat | typing.SupportsIndex = 15.0) -> None:
+    @typing.overload
+    def __init__(self, downscale_stabilization_window_s: typing.SupportsFloat | typing.SupportsIndex = 300.0, tolerance: typing.SupportsFloat | typing.SupportsIndex = 0.1, sync_period_s: typing.SupportsFloat | typing.SupportsIndex = 15.0) -> None:
+        ...
+    @typing.overload
+    def __init__(self, **kwargs) -> None:
         ...
     @property
-    def downscale_stabilization_window(self) -> float:
-        ...
+    def downscale_stabilization_window(self) -> typing.Any:
+        """
+        Deprecated alias of downscale_stabilization_window_s (removed in the next release)
+        """
     @downscale_stabilization_window.setter
-    def downscale_stabilization_window(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def downscale_stabilization_window(self, arg1: typing.Any) -> None:
         ...
     @property
-    def sync_period(self) -> float:
+    def downscale_stabilization_window_s(self) -> float:
         ...
+    @downscale_stabilization_window_s.setter
+    def downscale_stabilization_window_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def sync_period(self) -> typing.Any:
+        """
+        Deprecated alias of sync_period_s (removed in the next release)
+        """
     @sync_period.setter
-    def sync_period(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def sync_period(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def sync_period_s(self) -> float:
+        ...
+    @sync_period_s.setter
+    def sync_period_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
     def tolerance(self) -> float:
@@ -1318,16 +1552,28 @@ class HpaFleet:
         """
 class LatencySlo:
     """
-    P(latency <= latency) >= quantile, on response time or wait
+    P(latency <= latency_s) >= quantile, on response time or wait
     """
     on_response_time: bool
-    def __init__(self, latency: typing.SupportsFloat | typing.SupportsIndex = 0.5, quantile: typing.SupportsFloat | typing.SupportsIndex = 0.95, on_response_time: bool = True, max_utilization: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> None:
+    @typing.overload
+    def __init__(self, latency_s: typing.SupportsFloat | typing.SupportsIndex = 0.5, quantile: typing.SupportsFloat | typing.SupportsIndex = 0.95, on_response_time: bool = True, max_utilization: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> None:
+        ...
+    @typing.overload
+    def __init__(self, **kwargs) -> None:
         ...
     @property
-    def latency(self) -> float:
-        ...
+    def latency(self) -> typing.Any:
+        """
+        Deprecated alias of latency_s (removed in the next release)
+        """
     @latency.setter
-    def latency(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def latency(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def latency_s(self) -> float:
+        ...
+    @latency_s.setter
+    def latency_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
     def max_utilization(self) -> float:
@@ -1343,20 +1589,40 @@ class LatencySlo:
         ...
 class Trace:
     """
-    Request rate (req/s) at steps of dt seconds
+    Request rate (req/s) at steps of dt_s seconds
     """
-    def __init__(self, rate: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], dt: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> None:
+    @typing.overload
+    def __init__(self, rate: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], dt_s: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> None:
+        ...
+    @typing.overload
+    def __init__(self, rate: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], dt: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     def __len__(self) -> int:
         ...
     @property
-    def dt(self) -> float:
-        ...
+    def dt(self) -> typing.Any:
+        """
+        Deprecated alias of dt_s (removed in the next release)
+        """
     @dt.setter
-    def dt(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def dt(self, arg1: typing.Any) -> None:
         ...
     @property
-    def duration(self) -> float:
+    def dt_s(self) -> float:
+        ...
+    @dt_s.setter
+    def dt_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def duration(self) -> typing.Any:
+        """
+        Deprecated alias of duration_s (removed in the next release)
+        """
+    @duration.setter
+    def duration(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def duration_s(self) -> float:
         ...
     @property
     def rate(self) -> numpy.typing.NDArray[numpy.float64]:
@@ -1387,10 +1653,18 @@ class SimConfig:
     def container_concurrency(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
-    def hpa_metric_window(self) -> float:
-        ...
+    def hpa_metric_window(self) -> typing.Any:
+        """
+        Deprecated alias of hpa_metric_window_s (removed in the next release)
+        """
     @hpa_metric_window.setter
-    def hpa_metric_window(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def hpa_metric_window(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def hpa_metric_window_s(self) -> float:
+        ...
+    @hpa_metric_window_s.setter
+    def hpa_metric_window_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
     def hpa_target_utilization(self) -> float:
@@ -1411,16 +1685,32 @@ class SimConfig:
     def max_replicas(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
-    def pod_startup_delay(self) -> float:
-        ...
+    def pod_startup_delay(self) -> typing.Any:
+        """
+        Deprecated alias of pod_startup_delay_s (removed in the next release)
+        """
     @pod_startup_delay.setter
-    def pod_startup_delay(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def pod_startup_delay(self, arg1: typing.Any) -> None:
         ...
     @property
-    def service_time(self) -> float:
+    def pod_startup_delay_s(self) -> float:
         ...
+    @pod_startup_delay_s.setter
+    def pod_startup_delay_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def service_time(self) -> typing.Any:
+        """
+        Deprecated alias of service_time_s (removed in the next release)
+        """
     @service_time.setter
-    def service_time(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def service_time(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def service_time_s(self) -> float:
+        ...
+    @service_time_s.setter
+    def service_time_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
     def slo_headroom(self) -> float:
@@ -1429,16 +1719,32 @@ class SimConfig:
     def slo_headroom(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
-    def slo_interval(self) -> float:
-        ...
+    def slo_interval(self) -> typing.Any:
+        """
+        Deprecated alias of slo_interval_s (removed in the next release)
+        """
     @slo_interval.setter
-    def slo_interval(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def slo_interval(self, arg1: typing.Any) -> None:
         ...
     @property
-    def slo_lookback(self) -> float:
+    def slo_interval_s(self) -> float:
         ...
+    @slo_interval_s.setter
+    def slo_interval_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def slo_lookback(self) -> typing.Any:
+        """
+        Deprecated alias of slo_lookback_s (removed in the next release)
+        """
     @slo_lookback.setter
-    def slo_lookback(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def slo_lookback(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def slo_lookback_s(self) -> float:
+        ...
+    @slo_lookback_s.setter
+    def slo_lookback_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
     def slo_min_replicas(self) -> int:
@@ -1517,11 +1823,23 @@ def make_decider_spec(config: KpaConfig = ..., revision: KpaRevision = ...) -> D
     ...
 def mean_queue_length(servers: typing.SupportsInt | typing.SupportsIndex, load: typing.SupportsFloat | typing.SupportsIndex) -> float:
     ...
-def mean_wait(servers: typing.SupportsInt | typing.SupportsIndex, load: typing.SupportsFloat | typing.SupportsIndex, service_time: typing.SupportsFloat | typing.SupportsIndex) -> float:
+@typing.overload
+def mean_wait(servers: typing.SupportsInt | typing.SupportsIndex, load: typing.SupportsFloat | typing.SupportsIndex, service_time_s: typing.SupportsFloat | typing.SupportsIndex) -> float:
     ...
-def min_replicas_for_slo(arrival_rate: typing.SupportsFloat | typing.SupportsIndex, service_time: typing.SupportsFloat | typing.SupportsIndex, concurrency: typing.SupportsInt | typing.SupportsIndex, slo: LatencySlo = ..., max_replicas: typing.SupportsInt | typing.SupportsIndex = 100000) -> int:
+@typing.overload
+def mean_wait(*args, **kwargs) -> typing.Any:
     ...
-def min_servers_for_slo(load: typing.SupportsFloat | typing.SupportsIndex, service_time: typing.SupportsFloat | typing.SupportsIndex, slo: LatencySlo, max_servers: typing.SupportsInt | typing.SupportsIndex = 1000000) -> int:
+@typing.overload
+def min_replicas_for_slo(arrival_rate: typing.SupportsFloat | typing.SupportsIndex, service_time_s: typing.SupportsFloat | typing.SupportsIndex, concurrency: typing.SupportsInt | typing.SupportsIndex, slo: LatencySlo = ..., max_replicas: typing.SupportsInt | typing.SupportsIndex = 100000) -> int:
+    ...
+@typing.overload
+def min_replicas_for_slo(*args, **kwargs) -> typing.Any:
+    ...
+@typing.overload
+def min_servers_for_slo(load: typing.SupportsFloat | typing.SupportsIndex, service_time_s: typing.SupportsFloat | typing.SupportsIndex, slo: LatencySlo, max_servers: typing.SupportsInt | typing.SupportsIndex = 1000000) -> int:
+    ...
+@typing.overload
+def min_servers_for_slo(*args, **kwargs) -> typing.Any:
     ...
 def object_average_value_replicas(status_replicas: typing.SupportsInt | typing.SupportsIndex, usage: typing.SupportsInt | typing.SupportsIndex, target_average: typing.SupportsInt | typing.SupportsIndex, tolerances: Tolerances = ...) -> ReplicaResult:
     ...
@@ -1533,9 +1851,17 @@ def pick_tracker_indices(trackers: typing.SupportsInt | typing.SupportsIndex, se
     """
 def pods_metric_replicas(now: typing.SupportsFloat | typing.SupportsIndex, current_replicas: typing.SupportsInt | typing.SupportsIndex, target_average: typing.SupportsInt | typing.SupportsIndex, pods: collections.abc.Sequence[HpaPod], tolerances: Tolerances = ..., config: ReplicaCalcConfig = ...) -> ReplicaResult:
     ...
-def prob_response_exceeds(servers: typing.SupportsInt | typing.SupportsIndex, load: typing.SupportsFloat | typing.SupportsIndex, service_time: typing.SupportsFloat | typing.SupportsIndex, t: typing.SupportsFloat | typing.SupportsIndex) -> float:
+@typing.overload
+def prob_response_exceeds(servers: typing.SupportsInt | typing.SupportsIndex, load: typing.SupportsFloat | typing.SupportsIndex, service_time_s: typing.SupportsFloat | typing.SupportsIndex, t_s: typing.SupportsFloat | typing.SupportsIndex) -> float:
     ...
-def prob_wait_exceeds(servers: typing.SupportsInt | typing.SupportsIndex, load: typing.SupportsFloat | typing.SupportsIndex, service_time: typing.SupportsFloat | typing.SupportsIndex, t: typing.SupportsFloat | typing.SupportsIndex) -> float:
+@typing.overload
+def prob_response_exceeds(*args, **kwargs) -> typing.Any:
+    ...
+@typing.overload
+def prob_wait_exceeds(servers: typing.SupportsInt | typing.SupportsIndex, load: typing.SupportsFloat | typing.SupportsIndex, service_time_s: typing.SupportsFloat | typing.SupportsIndex, t_s: typing.SupportsFloat | typing.SupportsIndex) -> float:
+    ...
+@typing.overload
+def prob_wait_exceeds(*args, **kwargs) -> typing.Any:
     ...
 def ready_pod_count(pods: collections.abc.Sequence[HpaPod]) -> int:
     ...
@@ -1547,7 +1873,11 @@ def resolve_metric_target(config: KpaConfig, revision: KpaRevision) -> tuple[flo
     """
 def resource_average_value_replicas(now: typing.SupportsFloat | typing.SupportsIndex, current_replicas: typing.SupportsInt | typing.SupportsIndex, target_average: typing.SupportsInt | typing.SupportsIndex, pods: collections.abc.Sequence[HpaPod], is_cpu: bool = True, tolerances: Tolerances = ..., config: ReplicaCalcConfig = ...) -> ReplicaResult:
     ...
-def resource_utilization_replicas(now: typing.SupportsFloat | typing.SupportsIndex, current_replicas: typing.SupportsInt | typing.SupportsIndex, target_utilization: typing.SupportsInt | typing.SupportsIndex, pods: collections.abc.Sequence[HpaPod], is_cpu: bool = True, tolerances: Tolerances = ..., config: ReplicaCalcConfig = ...) -> ReplicaResult:
+@typing.overload
+def resource_utilization_replicas(now: typing.SupportsFloat | typing.SupportsIndex, current_replicas: typing.SupportsInt | typing.SupportsIndex, target_utilization_percent: typing.SupportsInt | typing.SupportsIndex, pods: collections.abc.Sequence[HpaPod], is_cpu: bool = True, tolerances: Tolerances = ..., config: ReplicaCalcConfig = ...) -> ReplicaResult:
+    ...
+@typing.overload
+def resource_utilization_replicas(*args, **kwargs) -> typing.Any:
     ...
 def scrape_sample_size(population: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...
@@ -1559,14 +1889,26 @@ def sqrt_staffing(load: typing.SupportsFloat | typing.SupportsIndex, beta: typin
     ...
 def throttler_share(input: ThrottlerInput) -> ThrottlerShare:
     ...
-def trace_diurnal(mean: typing.SupportsFloat | typing.SupportsIndex, amplitude: typing.SupportsFloat | typing.SupportsIndex, period: typing.SupportsFloat | typing.SupportsIndex, total: typing.SupportsFloat | typing.SupportsIndex, dt: typing.SupportsFloat | typing.SupportsIndex = 1.0, noise: typing.SupportsFloat | typing.SupportsIndex = 0.0, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> Trace:
+@typing.overload
+def trace_diurnal(mean: typing.SupportsFloat | typing.SupportsIndex, amplitude: typing.SupportsFloat | typing.SupportsIndex, period_s: typing.SupportsFloat | typing.SupportsIndex, total_s: typing.SupportsFloat | typing.SupportsIndex, dt_s: typing.SupportsFloat | typing.SupportsIndex = 1.0, noise: typing.SupportsFloat | typing.SupportsIndex = 0.0, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> Trace:
+    ...
+@typing.overload
+def trace_diurnal(*args, **kwargs) -> typing.Any:
     ...
 def trace_from_csv(path: str) -> Trace:
     ...
-def trace_spike(base: typing.SupportsFloat | typing.SupportsIndex, peak: typing.SupportsFloat | typing.SupportsIndex, start: typing.SupportsFloat | typing.SupportsIndex, length: typing.SupportsFloat | typing.SupportsIndex, total: typing.SupportsFloat | typing.SupportsIndex, dt: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> Trace:
+@typing.overload
+def trace_spike(base: typing.SupportsFloat | typing.SupportsIndex, peak: typing.SupportsFloat | typing.SupportsIndex, start: typing.SupportsFloat | typing.SupportsIndex, length_s: typing.SupportsFloat | typing.SupportsIndex, total_s: typing.SupportsFloat | typing.SupportsIndex, dt_s: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> Trace:
     ...
-def trace_steps(steps: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]], dt: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> Trace:
+@typing.overload
+def trace_spike(*args, **kwargs) -> typing.Any:
+    ...
+@typing.overload
+def trace_steps(steps: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]], dt_s: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> Trace:
+    ...
+@typing.overload
+def trace_steps(*args, **kwargs) -> typing.Any:
     ...
 MIN_ACTIVATORS: int = 2
 REVISION_MAX_CONCURRENCY: int = 2147483647
-TICK_INTERVAL_SECONDS: float = 2.0
+TICK_INTERVAL_S: float = 2.0

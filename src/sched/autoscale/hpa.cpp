@@ -8,6 +8,7 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/parallel.hpp"
+#include "kubetune/sched/autoscale/units.hpp"
 
 namespace kubetune::sched::autoscale {
 
@@ -50,13 +51,13 @@ Grouped group_pods(double now, const std::vector<HpaPod>& pods, bool cpu, const 
       bool unready = false;
       if (p.ready == ReadyCondition::kNone || !p.start_time) {
         unready = true;
-      } else if (*p.start_time + cfg.cpu_initialization_period > now) {
+      } else if (*p.start_time + cfg.cpu_initialization_period_s > now) {
         // Still initialising: ignore unless ready and a full metric window was collected since readiness.
-        unready = p.ready == ReadyCondition::kFalse || p.metric_timestamp < p.ready_transition_time + p.metric_window;
+        unready = p.ready == ReadyCondition::kFalse || p.metric_timestamp < p.ready_transition_time + p.metric_window_s;
       } else {
         // Ignore pods that are unready and have never been ready.
         unready = p.ready == ReadyCondition::kFalse &&
-                  *p.start_time + cfg.delay_of_initial_readiness_status > p.ready_transition_time;
+                  *p.start_time + cfg.delay_of_initial_readiness_status_s > p.ready_transition_time;
       }
       if (unready) {
         g.unready.push_back(i);
@@ -276,15 +277,16 @@ ReplicaResult external_average_value_replicas(std::int32_t status_replicas, cons
 
 // ---------------------------------------------------------------------------------------------- behaviours
 void ScalingRules::validate(const char* which) const {
-  if (stabilization_window_seconds)
-    KT_CHECK(*stabilization_window_seconds >= 0 && *stabilization_window_seconds <= 3600, InvalidArgument, which,
-             ".stabilizationWindowSeconds = ", *stabilization_window_seconds, " must be in [0, 3600]");
+  if (stabilization_window_s)
+    KT_CHECK(*stabilization_window_s >= 0 && *stabilization_window_s <= 3600 && whole_seconds(*stabilization_window_s),
+             InvalidArgument, which, ".stabilizationWindowSeconds = ", *stabilization_window_s,
+             " must be whole seconds in [0, 3600]");
   KT_CHECK(select_policy == SelectPolicy::kDisabled || !policies.empty(), InvalidArgument, which,
            ".policies: must specify at least one Policy");
   for (std::size_t i = 0; i < policies.size(); ++i) {
     const ScalingPolicy& p = policies[i];
-    KT_CHECK(p.period_seconds > 0 && p.period_seconds <= 1800, InvalidArgument, which, ".policies[", i,
-             "].periodSeconds = ", p.period_seconds, " must be in (0, 1800]");
+    KT_CHECK(p.period_s > 0 && p.period_s <= 1800 && whole_seconds(p.period_s), InvalidArgument, which,
+             ".policies[", i, "].periodSeconds = ", p.period_s, " must be whole seconds in (0, 1800]");
     KT_CHECK(p.value > 0, InvalidArgument, which, ".policies[", i, "].value = ", p.value, " must be > 0");
   }
   if (tolerance) KT_CHECK(*tolerance >= 0, InvalidArgument, which, ".tolerance = ", *tolerance, " must be >= 0");
@@ -292,7 +294,7 @@ void ScalingRules::validate(const char* which) const {
 
 ScalingRules HpaBehavior::default_scale_up() {
   ScalingRules r;
-  r.stabilization_window_seconds = 0;
+  r.stabilization_window_s = 0;
   r.select_policy = SelectPolicy::kMax;
   r.policies = {ScalingPolicy{PolicyType::kPods, 4, 15}, ScalingPolicy{PolicyType::kPercent, 100, 15}};
   return r;
@@ -328,20 +330,23 @@ SelectPolicy select_from(const std::string& s) {
 }
 json rules_to_json(const ScalingRules& r) {
   json j;
-  j["stabilizationWindowSeconds"] = r.stabilization_window_seconds ? json(*r.stabilization_window_seconds) : json();
+  // autoscaling/v2 writes these as int32 seconds.
+  j["stabilizationWindowSeconds"] =
+      r.stabilization_window_s ? json(static_cast<std::int64_t>(*r.stabilization_window_s)) : json();
   j["selectPolicy"] = select_name(r.select_policy);
   j["policies"] = json::array();
   for (const auto& p : r.policies)
     j["policies"].push_back({{"type", p.type == PolicyType::kPods ? "Pods" : "Percent"},
                              {"value", p.value},
-                             {"periodSeconds", p.period_seconds}});
+                             {"periodSeconds", static_cast<std::int64_t>(p.period_s)}});
   if (r.tolerance) j["tolerance"] = *r.tolerance;
   return j;
 }
 ScalingRules rules_from_json(const json& j, ScalingRules def) {
   // Upstream defaulting: unset fields take the defaults; an absent policy list takes the default list.
   if (j.contains("stabilizationWindowSeconds") && !j.at("stabilizationWindowSeconds").is_null())
-    def.stabilization_window_seconds = j.at("stabilizationWindowSeconds").get<std::int32_t>();
+    // Read as numbers so that validate() refuses a fractional value instead of the JSON library truncating it.
+    def.stabilization_window_s = j.at("stabilizationWindowSeconds").get<double>();
   if (j.contains("selectPolicy")) def.select_policy = select_from(j.at("selectPolicy").get<std::string>());
   if (j.contains("policies") && !j.at("policies").is_null()) {
     def.policies.clear();
@@ -352,7 +357,7 @@ ScalingRules rules_from_json(const json& j, ScalingRules def) {
       else if (t == "Percent") sp.type = PolicyType::kPercent;
       else KT_THROW(InvalidArgument, "policy type = '", t, "' must be Pods or Percent");
       sp.value = p.at("value").get<std::int32_t>();
-      sp.period_seconds = p.at("periodSeconds").get<std::int32_t>();
+      sp.period_s = p.at("periodSeconds").get<double>();
       def.policies.push_back(sp);
     }
   }
@@ -390,14 +395,42 @@ HpaSpec HpaSpec::from_json(const std::string& text) {
 }
 
 void HpaControllerConfig::validate() const {
-  KT_CHECK(downscale_stabilization_window >= 0, InvalidArgument, "downscale_stabilization_window = ",
-           downscale_stabilization_window, " must be >= 0");
+  KT_CHECK(downscale_stabilization_window_s >= 0, InvalidArgument, "downscale_stabilization_window_s = ",
+           downscale_stabilization_window_s, " must be >= 0");
   KT_CHECK(tolerance >= 0, InvalidArgument, "tolerance = ", tolerance, " must be >= 0");
-  KT_CHECK(sync_period > 0, InvalidArgument, "sync_period = ", sync_period, " must be > 0");
+  KT_CHECK(sync_period_s > 0, InvalidArgument, "sync_period_s = ", sync_period_s, " must be > 0");
+}
+
+std::string HpaControllerConfig::to_json() const {
+  return json{{"downscale_stabilization_window_s", downscale_stabilization_window_s},
+              {"tolerance", tolerance},
+              {"sync_period_s", sync_period_s}}
+      .dump();
+}
+
+HpaControllerConfig HpaControllerConfig::from_json(const std::string& text) {
+  HpaControllerConfig c;
+  try {
+    json j = json::parse(text);
+    KT_CHECK(j.is_object(), InvalidArgument, "HpaControllerConfig JSON must be an object");
+    rename_deprecated_keys("HpaControllerConfig", j);
+    for (auto it = j.begin(); it != j.end(); ++it)
+      KT_CHECK(it.key() == "downscale_stabilization_window_s" || it.key() == "tolerance" ||
+                   it.key() == "sync_period_s",
+               InvalidArgument, "HpaControllerConfig JSON: unknown key '", it.key(), "'");
+    if (j.contains("downscale_stabilization_window_s"))
+      j.at("downscale_stabilization_window_s").get_to(c.downscale_stabilization_window_s);
+    if (j.contains("tolerance")) j.at("tolerance").get_to(c.tolerance);
+    if (j.contains("sync_period_s")) j.at("sync_period_s").get_to(c.sync_period_s);
+  } catch (const json::exception& e) {
+    KT_THROW(InvalidArgument, "HpaControllerConfig JSON: ", e.what());
+  }
+  c.validate();
+  return c;
 }
 
 namespace {
-std::int32_t change_in_period(double now, std::int32_t period, const std::vector<HpaController::ScaleEvent>& ev) {
+std::int32_t change_in_period(double now, double period, const std::vector<HpaController::ScaleEvent>& ev) {
   const double cutoff = now - period;
   std::int32_t r = 0;
   for (const auto& e : ev)
@@ -418,8 +451,8 @@ std::int32_t policy_limit(double now, std::int32_t current, const std::vector<Hp
   const bool take_larger = (rules.select_policy == SelectPolicy::kMin) != scaling_up;
   std::int32_t result = take_larger ? kMinI32 : kMaxI32;
   for (const ScalingPolicy& p : rules.policies) {
-    const std::int32_t start = current - change_in_period(now, p.period_seconds, up) +
-                               change_in_period(now, p.period_seconds, down);
+    const std::int32_t start = current - change_in_period(now, p.period_s, up) +
+                               change_in_period(now, p.period_s, down);
     const std::int32_t proposed = propose(p, start);
     result = take_larger ? std::max(result, proposed) : std::min(result, proposed);
   }
@@ -448,9 +481,9 @@ std::int32_t scale_down_limit(double now, std::int32_t current, const std::vecto
 HpaController::HpaController(const HpaSpec& spec, const HpaControllerConfig& config) : spec_(spec), cfg_(config) {
   spec_.validate();
   cfg_.validate();
-  if (spec_.behavior && !spec_.behavior->scale_down.stabilization_window_seconds)
-    spec_.behavior->scale_down.stabilization_window_seconds =
-        static_cast<std::int32_t>(cfg_.downscale_stabilization_window);
+  if (spec_.behavior && !spec_.behavior->scale_down.stabilization_window_s)
+    spec_.behavior->scale_down.stabilization_window_s =
+        static_cast<std::int32_t>(cfg_.downscale_stabilization_window_s);
 }
 
 Tolerances HpaController::tolerances() const {
@@ -623,7 +656,7 @@ std::int32_t HpaController::normalize_legacy(double now, std::int32_t current, s
   std::int32_t best = desired;
   bool found_old = false;
   std::size_t old_idx = 0;
-  const double cutoff = now - cfg_.downscale_stabilization_window;
+  const double cutoff = now - cfg_.downscale_stabilization_window_s;
   for (std::size_t i = 0; i < recs_.size(); ++i) {
     if (recs_[i].time < cutoff) {
       found_old = true;
@@ -647,8 +680,8 @@ std::int32_t HpaController::normalize_with_behavior(double now, std::int32_t cur
                                                     HpaDecision& d) {
   const ScalingRules& up = spec_.behavior->scale_up;
   const ScalingRules& down = spec_.behavior->scale_down;
-  const double up_cutoff = now - up.stabilization_window_seconds.value_or(0);
-  const double down_cutoff = now - down.stabilization_window_seconds.value_or(0);
+  const double up_cutoff = now - up.stabilization_window_s.value_or(0);
+  const double down_cutoff = now - down.stabilization_window_s.value_or(0);
   std::int32_t up_rec = desired, down_rec = desired;
   bool found_old = false;
   std::size_t old_idx = 0;
@@ -725,8 +758,8 @@ void HpaController::store_scale_event(double now, std::int32_t prev, std::int32_
   const bool up = next > prev;
   const ScalingRules& rules = up ? spec_.behavior->scale_up : spec_.behavior->scale_down;
   std::vector<ScaleEvent>& ev = up ? up_events_ : down_events_;
-  std::int32_t longest = 0;
-  for (const auto& p : rules.policies) longest = std::max(longest, p.period_seconds);
+  double longest = 0.0;
+  for (const auto& p : rules.policies) longest = std::max(longest, p.period_s);
   const double cutoff = now - longest;
   bool found_old = false;
   std::size_t old_idx = 0;

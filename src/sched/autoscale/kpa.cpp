@@ -8,14 +8,13 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/parallel.hpp"
+#include "kubetune/sched/autoscale/units.hpp"
 
 namespace kubetune::sched::autoscale {
 
 using nlohmann::json;
 
 namespace {
-
-bool whole_seconds(double d) { return std::isfinite(d) && std::round(d) == d; }
 
 // Go time.ParseDuration subset: sequences of <number><unit> with units h, m, s, ms, us, ns.
 double parse_go_duration(const std::string& key, const std::string& s) {
@@ -106,13 +105,14 @@ void opt_from_json(const json& j, const char* k, std::optional<T>& v) {
 // ------------------------------------------------------------------------------------------------ KpaConfig
 void KpaConfig::validate() const {
   // Rules of knative.dev/serving pkg/autoscaler/config/config.go validate().
-  KT_CHECK(scale_to_zero_grace_period >= kWindowMinSeconds, InvalidArgument,
-           "scale-to-zero-grace-period = ", scale_to_zero_grace_period, "s must be at least ", kWindowMinSeconds, "s");
-  KT_CHECK(scale_down_delay >= 0, InvalidArgument, "scale-down-delay = ", scale_down_delay, "s cannot be negative");
-  KT_CHECK(whole_seconds(scale_down_delay), InvalidArgument, "scale-down-delay = ", scale_down_delay,
+  KT_CHECK(scale_to_zero_grace_period_s >= kWindowMinSeconds, InvalidArgument,
+           "scale-to-zero-grace-period = ", scale_to_zero_grace_period_s, "s must be at least ", kWindowMinSeconds,
+           "s");
+  KT_CHECK(scale_down_delay_s >= 0, InvalidArgument, "scale-down-delay = ", scale_down_delay_s, "s cannot be negative");
+  KT_CHECK(whole_seconds(scale_down_delay_s), InvalidArgument, "scale-down-delay = ", scale_down_delay_s,
            "s must be specified with at most second precision");
-  KT_CHECK(scale_to_zero_pod_retention_period >= 0, InvalidArgument, "scale-to-zero-pod-retention-period = ",
-           scale_to_zero_pod_retention_period, "s cannot be negative");
+  KT_CHECK(scale_to_zero_pod_retention_period_s >= 0, InvalidArgument, "scale-to-zero-pod-retention-period = ",
+           scale_to_zero_pod_retention_period_s, "s cannot be negative");
   KT_CHECK(target_burst_capacity >= 0 || target_burst_capacity == -1, InvalidArgument,
            "target-burst-capacity = ", target_burst_capacity, " must be either non-negative or -1 (for unlimited)");
   KT_CHECK(container_concurrency_target_fraction > 0 && container_concurrency_target_fraction <= 1, InvalidArgument,
@@ -132,15 +132,15 @@ void KpaConfig::validate() const {
            " must be greater than 1.0");
   KT_CHECK(max_scale_down_rate > 1.0, InvalidArgument, "max-scale-down-rate = ", max_scale_down_rate,
            " must be greater than 1.0");
-  KT_CHECK(stable_window >= kWindowMinSeconds && stable_window <= kWindowMaxSeconds, InvalidArgument,
-           "stable-window = ", stable_window, "s must be in [6s, 3600s] range");
-  KT_CHECK(whole_seconds(stable_window), InvalidArgument, "stable-window = ", stable_window,
+  KT_CHECK(stable_window_s >= kWindowMinSeconds && stable_window_s <= kWindowMaxSeconds, InvalidArgument,
+           "stable-window = ", stable_window_s, "s must be in [6s, 3600s] range");
+  KT_CHECK(whole_seconds(stable_window_s), InvalidArgument, "stable-window = ", stable_window_s,
            "s must be specified with at most second precision");
-  KT_CHECK(panic_window_percentage >= kPanicWindowPercentageMin && panic_window_percentage <= kPanicWindowPercentageMax,
-           InvalidArgument, "panic-window-percentage = ", panic_window_percentage, " must be in [1, 100] interval");
-  KT_CHECK(panic_threshold_percentage >= kPanicThresholdPercentageMin &&
-               panic_threshold_percentage <= kPanicThresholdPercentageMax,
-           InvalidArgument, "panic-threshold-percentage = ", panic_threshold_percentage,
+  KT_CHECK(panic_window_percent >= kPanicWindowPercentageMin && panic_window_percent <= kPanicWindowPercentageMax,
+           InvalidArgument, "panic-window-percentage = ", panic_window_percent, " must be in [1, 100] interval");
+  KT_CHECK(panic_threshold_percent >= kPanicThresholdPercentageMin &&
+               panic_threshold_percent <= kPanicThresholdPercentageMax,
+           InvalidArgument, "panic-threshold-percentage = ", panic_threshold_percent,
            " must be in [110, 1000] interval");
   KT_CHECK(initial_scale >= 0 && (initial_scale > 0 || allow_zero_initial_scale), InvalidArgument,
            "initial-scale = ", initial_scale, " must be at least 0 (or at least 1 when allow-zero-initial-scale is false)");
@@ -151,7 +151,7 @@ void KpaConfig::validate() const {
   KT_CHECK(min_scale >= 0, InvalidArgument, "min-scale = ", min_scale, " must be at least 0");
   KT_CHECK(max_scale == 0 || min_scale <= max_scale, InvalidArgument, "min-scale = ", min_scale,
            " must be less than or equal to max-scale = ", max_scale);
-  KT_CHECK(activation_timeout > 0, InvalidArgument, "activation_timeout = ", activation_timeout, " must be > 0");
+  KT_CHECK(activation_timeout_s > 0, InvalidArgument, "activation_timeout_s = ", activation_timeout_s, " must be > 0");
 }
 
 std::string KpaConfig::to_json() const {
@@ -163,19 +163,19 @@ std::string KpaConfig::to_json() const {
          {"target_burst_capacity", target_burst_capacity},
          {"max_scale_up_rate", max_scale_up_rate},
          {"max_scale_down_rate", max_scale_down_rate},
-         {"stable_window", stable_window},
-         {"panic_window_percentage", panic_window_percentage},
-         {"panic_threshold_percentage", panic_threshold_percentage},
+         {"stable_window_s", stable_window_s},
+         {"panic_window_percent", panic_window_percent},
+         {"panic_threshold_percent", panic_threshold_percent},
          {"activator_capacity", activator_capacity},
-         {"scale_to_zero_grace_period", scale_to_zero_grace_period},
-         {"scale_to_zero_pod_retention_period", scale_to_zero_pod_retention_period},
-         {"scale_down_delay", scale_down_delay},
+         {"scale_to_zero_grace_period_s", scale_to_zero_grace_period_s},
+         {"scale_to_zero_pod_retention_period_s", scale_to_zero_pod_retention_period_s},
+         {"scale_down_delay_s", scale_down_delay_s},
          {"initial_scale", initial_scale},
          {"allow_zero_initial_scale", allow_zero_initial_scale},
          {"min_scale", min_scale},
          {"max_scale", max_scale},
          {"max_scale_limit", max_scale_limit},
-         {"activation_timeout", activation_timeout}};
+         {"activation_timeout_s", activation_timeout_s}};
   return j.dump();
 }
 
@@ -187,6 +187,7 @@ KpaConfig KpaConfig::from_json(const std::string& text) {
     KT_THROW(InvalidArgument, "KpaConfig JSON: ", e.what());
   }
   KT_CHECK(j.is_object(), InvalidArgument, "KpaConfig JSON must be an object");
+  rename_deprecated_keys("KpaConfig", j);
   KpaConfig c;
   const json defaults = json::parse(c.to_json());
   for (auto it = j.begin(); it != j.end(); ++it)
@@ -195,11 +196,11 @@ KpaConfig KpaConfig::from_json(const std::string& text) {
 #define KT_GET(name) if (j.contains(#name)) j.at(#name).get_to(c.name)
     KT_GET(enable_scale_to_zero); KT_GET(container_concurrency_target_fraction);
     KT_GET(container_concurrency_target_default); KT_GET(target_utilization); KT_GET(rps_target_default);
-    KT_GET(target_burst_capacity); KT_GET(max_scale_up_rate); KT_GET(max_scale_down_rate); KT_GET(stable_window);
-    KT_GET(panic_window_percentage); KT_GET(panic_threshold_percentage); KT_GET(activator_capacity);
-    KT_GET(scale_to_zero_grace_period); KT_GET(scale_to_zero_pod_retention_period); KT_GET(scale_down_delay);
+    KT_GET(target_burst_capacity); KT_GET(max_scale_up_rate); KT_GET(max_scale_down_rate); KT_GET(stable_window_s);
+    KT_GET(panic_window_percent); KT_GET(panic_threshold_percent); KT_GET(activator_capacity);
+    KT_GET(scale_to_zero_grace_period_s); KT_GET(scale_to_zero_pod_retention_period_s); KT_GET(scale_down_delay_s);
     KT_GET(initial_scale); KT_GET(allow_zero_initial_scale); KT_GET(min_scale); KT_GET(max_scale);
-    KT_GET(max_scale_limit); KT_GET(activation_timeout);
+    KT_GET(max_scale_limit); KT_GET(activation_timeout_s);
 #undef KT_GET
   } catch (const json::exception& e) {
     KT_THROW(InvalidArgument, "KpaConfig JSON: ", e.what());
@@ -220,17 +221,18 @@ KpaConfig KpaConfig::from_configmap(const std::map<std::string, std::string>& da
     else if (k == "target-utilization-percentage") c.target_utilization = parse_double(k, v) / 100.0;
     else if (k == "requests-per-second-target-default") c.rps_target_default = parse_double(k, v);
     else if (k == "target-burst-capacity") c.target_burst_capacity = parse_double(k, v);
-    else if (k == "panic-window-percentage") c.panic_window_percentage = parse_double(k, v);
+    else if (k == "panic-window-percentage") c.panic_window_percent = parse_double(k, v);
     else if (k == "activator-capacity") c.activator_capacity = parse_double(k, v);
-    else if (k == "panic-threshold-percentage") c.panic_threshold_percentage = parse_double(k, v);
+    else if (k == "panic-threshold-percentage") c.panic_threshold_percent = parse_double(k, v);
     else if (k == "initial-scale") c.initial_scale = parse_int(k, v);
     else if (k == "min-scale") c.min_scale = parse_int(k, v);
     else if (k == "max-scale") c.max_scale = parse_int(k, v);
     else if (k == "max-scale-limit") c.max_scale_limit = parse_int(k, v);
-    else if (k == "stable-window") c.stable_window = parse_go_duration(k, v);
-    else if (k == "scale-down-delay") c.scale_down_delay = parse_go_duration(k, v);
-    else if (k == "scale-to-zero-grace-period") c.scale_to_zero_grace_period = parse_go_duration(k, v);
-    else if (k == "scale-to-zero-pod-retention-period") c.scale_to_zero_pod_retention_period = parse_go_duration(k, v);
+    else if (k == "stable-window") c.stable_window_s = parse_go_duration(k, v);
+    else if (k == "scale-down-delay") c.scale_down_delay_s = parse_go_duration(k, v);
+    else if (k == "scale-to-zero-grace-period") c.scale_to_zero_grace_period_s = parse_go_duration(k, v);
+    else if (k == "scale-to-zero-pod-retention-period")
+      c.scale_to_zero_pod_retention_period_s = parse_go_duration(k, v);
     // Other keys of the ConfigMap (pod-autoscaler-class, _example, ...) do not affect the maths.
   }
   // Legacy: values in (0, 1] are fractions, larger ones percentages (config.go NewConfigFromMap).
@@ -244,28 +246,28 @@ void KpaRevision::validate() const {
   KT_CHECK(container_concurrency >= 0 && container_concurrency <= 1000, InvalidArgument,
            "container_concurrency = ", container_concurrency, " must be in [0, 1000]");
   if (target) KT_CHECK(*target >= kTargetMin, InvalidArgument, "target = ", *target, " must be at least ", kTargetMin);
-  if (target_utilization_percentage)
-    KT_CHECK(*target_utilization_percentage >= 1 && *target_utilization_percentage <= 100, InvalidArgument,
-             "target_utilization_percentage = ", *target_utilization_percentage, " must be in [1, 100]");
+  if (target_utilization_percent)
+    KT_CHECK(*target_utilization_percent >= 1 && *target_utilization_percent <= 100, InvalidArgument,
+             "target_utilization_percent = ", *target_utilization_percent, " must be in [1, 100]");
   if (target_burst_capacity)
     KT_CHECK(*target_burst_capacity >= 0 || *target_burst_capacity == -1, InvalidArgument,
              "target_burst_capacity = ", *target_burst_capacity, " must be either non-negative or -1");
-  if (window)
-    KT_CHECK(*window >= kWindowMinSeconds && *window <= kWindowMaxSeconds && whole_seconds(*window),
-             InvalidArgument, "window = ", *window, "s must be whole seconds in [6s, 3600s]");
-  if (panic_window_percentage)
-    KT_CHECK(*panic_window_percentage >= kPanicWindowPercentageMin && *panic_window_percentage <= kPanicWindowPercentageMax,
-             InvalidArgument, "panic_window_percentage = ", *panic_window_percentage, " must be in [1, 100]");
-  if (panic_threshold_percentage)
-    KT_CHECK(*panic_threshold_percentage >= kPanicThresholdPercentageMin &&
-                 *panic_threshold_percentage <= kPanicThresholdPercentageMax,
-             InvalidArgument, "panic_threshold_percentage = ", *panic_threshold_percentage, " must be in [110, 1000]");
-  if (scale_down_delay)
-    KT_CHECK(*scale_down_delay >= 0 && *scale_down_delay <= kWindowMaxSeconds && whole_seconds(*scale_down_delay),
-             InvalidArgument, "scale_down_delay = ", *scale_down_delay, "s must be whole seconds in [0s, 3600s]");
-  if (scale_to_zero_pod_retention_period)
-    KT_CHECK(*scale_to_zero_pod_retention_period >= 0 && *scale_to_zero_pod_retention_period <= kWindowMaxSeconds,
-             InvalidArgument, "scale_to_zero_pod_retention_period = ", *scale_to_zero_pod_retention_period,
+  if (window_s)
+    KT_CHECK(*window_s >= kWindowMinSeconds && *window_s <= kWindowMaxSeconds && whole_seconds(*window_s),
+             InvalidArgument, "window_s = ", *window_s, "s must be whole seconds in [6s, 3600s]");
+  if (panic_window_percent)
+    KT_CHECK(*panic_window_percent >= kPanicWindowPercentageMin && *panic_window_percent <= kPanicWindowPercentageMax,
+             InvalidArgument, "panic_window_percent = ", *panic_window_percent, " must be in [1, 100]");
+  if (panic_threshold_percent)
+    KT_CHECK(*panic_threshold_percent >= kPanicThresholdPercentageMin &&
+                 *panic_threshold_percent <= kPanicThresholdPercentageMax,
+             InvalidArgument, "panic_threshold_percent = ", *panic_threshold_percent, " must be in [110, 1000]");
+  if (scale_down_delay_s)
+    KT_CHECK(*scale_down_delay_s >= 0 && *scale_down_delay_s <= kWindowMaxSeconds && whole_seconds(*scale_down_delay_s),
+             InvalidArgument, "scale_down_delay_s = ", *scale_down_delay_s, "s must be whole seconds in [0s, 3600s]");
+  if (scale_to_zero_pod_retention_period_s)
+    KT_CHECK(*scale_to_zero_pod_retention_period_s >= 0 && *scale_to_zero_pod_retention_period_s <= kWindowMaxSeconds,
+             InvalidArgument, "scale_to_zero_pod_retention_period_s = ", *scale_to_zero_pod_retention_period_s,
              "s must be in [0s, 3600s]");
   if (initial_scale) KT_CHECK(*initial_scale >= 0, InvalidArgument, "initial_scale = ", *initial_scale, " must be >= 0");
   if (min_scale) KT_CHECK(*min_scale >= 0, InvalidArgument, "min_scale = ", *min_scale, " must be >= 0");
@@ -274,6 +276,9 @@ void KpaRevision::validate() const {
     KT_CHECK(*min_scale <= *max_scale, InvalidArgument, "min_scale = ", *min_scale,
              " must be less than or equal to max_scale = ", *max_scale);
   KT_CHECK(activation_scale >= 1, InvalidArgument, "activation_scale = ", activation_scale, " must be >= 1");
+  if (progress_deadline_s)
+    KT_CHECK(std::isfinite(*progress_deadline_s) && *progress_deadline_s > 0, InvalidArgument,
+             "progress_deadline_s = ", *progress_deadline_s, "s must be a positive duration");
 }
 
 std::string KpaRevision::to_json() const {
@@ -281,16 +286,17 @@ std::string KpaRevision::to_json() const {
          {"container_concurrency", container_concurrency}, {"activation_scale", activation_scale},
          {"reachable", reachable}};
   opt_to_json(j, "target", target);
-  opt_to_json(j, "target_utilization_percentage", target_utilization_percentage);
+  opt_to_json(j, "target_utilization_percent", target_utilization_percent);
   opt_to_json(j, "target_burst_capacity", target_burst_capacity);
-  opt_to_json(j, "window", window);
-  opt_to_json(j, "panic_window_percentage", panic_window_percentage);
-  opt_to_json(j, "panic_threshold_percentage", panic_threshold_percentage);
-  opt_to_json(j, "scale_down_delay", scale_down_delay);
-  opt_to_json(j, "scale_to_zero_pod_retention_period", scale_to_zero_pod_retention_period);
+  opt_to_json(j, "window_s", window_s);
+  opt_to_json(j, "panic_window_percent", panic_window_percent);
+  opt_to_json(j, "panic_threshold_percent", panic_threshold_percent);
+  opt_to_json(j, "scale_down_delay_s", scale_down_delay_s);
+  opt_to_json(j, "scale_to_zero_pod_retention_period_s", scale_to_zero_pod_retention_period_s);
   opt_to_json(j, "initial_scale", initial_scale);
   opt_to_json(j, "min_scale", min_scale);
   opt_to_json(j, "max_scale", max_scale);
+  opt_to_json(j, "progress_deadline_s", progress_deadline_s);
   return j.dump();
 }
 
@@ -302,6 +308,7 @@ KpaRevision KpaRevision::from_json(const std::string& text) {
     KT_THROW(InvalidArgument, "KpaRevision JSON: ", e.what());
   }
   KT_CHECK(j.is_object(), InvalidArgument, "KpaRevision JSON must be an object");
+  rename_deprecated_keys("KpaRevision", j);
   KpaRevision r;
   const json defaults = json::parse(r.to_json());
   for (auto it = j.begin(); it != j.end(); ++it)
@@ -313,16 +320,17 @@ KpaRevision KpaRevision::from_json(const std::string& text) {
     if (j.contains("activation_scale")) j.at("activation_scale").get_to(r.activation_scale);
     if (j.contains("reachable")) j.at("reachable").get_to(r.reachable);
     opt_from_json(j, "target", r.target);
-    opt_from_json(j, "target_utilization_percentage", r.target_utilization_percentage);
+    opt_from_json(j, "target_utilization_percent", r.target_utilization_percent);
     opt_from_json(j, "target_burst_capacity", r.target_burst_capacity);
-    opt_from_json(j, "window", r.window);
-    opt_from_json(j, "panic_window_percentage", r.panic_window_percentage);
-    opt_from_json(j, "panic_threshold_percentage", r.panic_threshold_percentage);
-    opt_from_json(j, "scale_down_delay", r.scale_down_delay);
-    opt_from_json(j, "scale_to_zero_pod_retention_period", r.scale_to_zero_pod_retention_period);
+    opt_from_json(j, "window_s", r.window_s);
+    opt_from_json(j, "panic_window_percent", r.panic_window_percent);
+    opt_from_json(j, "panic_threshold_percent", r.panic_threshold_percent);
+    opt_from_json(j, "scale_down_delay_s", r.scale_down_delay_s);
+    opt_from_json(j, "scale_to_zero_pod_retention_period_s", r.scale_to_zero_pod_retention_period_s);
     opt_from_json(j, "initial_scale", r.initial_scale);
     opt_from_json(j, "min_scale", r.min_scale);
     opt_from_json(j, "max_scale", r.max_scale);
+    opt_from_json(j, "progress_deadline_s", r.progress_deadline_s);
   } catch (const json::exception& e) {
     KT_THROW(InvalidArgument, "KpaRevision JSON: ", e.what());
   }
@@ -347,14 +355,16 @@ MetricTarget resolve_metric_target(const KpaConfig& c, const KpaRevision& r) {
     if (r.metric == ScalingMetric::kConcurrency && r.container_concurrency != 0)
       total = std::min(*r.target, static_cast<double>(r.container_concurrency));
   }
-  if (r.target_utilization_percentage) tu = *r.target_utilization_percentage / 100.0;
+  if (r.target_utilization_percent) tu = *r.target_utilization_percent / 100.0;
   return MetricTarget{std::max(kTargetMin, total * tu), total};
 }
 
 // knative pkg/reconciler/autoscaling/resources/metric.go MakeMetric: Go's Duration.Round(time.Second) rounds
 // half away from zero, as std::round does.
-double resolve_panic_window(double stable_window, double panic_window_percentage) {
-  return std::max(kBucketSizeSeconds, std::round(stable_window * panic_window_percentage / 100.0));
+double resolve_panic_window(double stable_window_s, double panic_window_percent) {
+  KT_CHECK(panic_window_percent > 0 && panic_window_percent <= 100, InvalidArgument, "panic_window_percent = ",
+           panic_window_percent, " must be in (0, 100]");
+  return std::max(kBucketSizeSeconds, std::round(stable_window_s * panic_window_percent / 100.0));
 }
 
 std::int32_t resolve_initial_scale(const KpaConfig& c, const KpaRevision& r) {
@@ -372,8 +382,8 @@ void DeciderSpec::validate() const {
   KT_CHECK(target_burst_capacity >= 0 || target_burst_capacity == -1, InvalidArgument, "target_burst_capacity = ",
            target_burst_capacity, " must be >= 0 or -1");
   KT_CHECK(panic_threshold > 0, InvalidArgument, "panic_threshold = ", panic_threshold, " must be > 0");
-  KT_CHECK(stable_window >= 0, InvalidArgument, "stable_window = ", stable_window, " must be >= 0");
-  KT_CHECK(scale_down_delay >= 0, InvalidArgument, "scale_down_delay = ", scale_down_delay, " must be >= 0");
+  KT_CHECK(stable_window_s >= 0, InvalidArgument, "stable_window_s = ", stable_window_s, " must be >= 0");
+  KT_CHECK(scale_down_delay_s >= 0, InvalidArgument, "scale_down_delay_s = ", scale_down_delay_s, " must be >= 0");
   KT_CHECK(activator_capacity >= 1, InvalidArgument, "activator_capacity = ", activator_capacity, " must be >= 1");
   KT_CHECK(activation_scale >= 1, InvalidArgument, "activation_scale = ", activation_scale, " must be >= 1");
 }
@@ -389,10 +399,10 @@ DeciderSpec make_decider_spec(const KpaConfig& c, const KpaRevision& r) {
   s.target_value = t.target;
   s.total_value = t.total;
   s.target_burst_capacity = r.target_burst_capacity.value_or(c.target_burst_capacity);
-  s.panic_threshold = r.panic_threshold_percentage.value_or(c.panic_threshold_percentage) / 100.0;
-  s.stable_window = r.window.value_or(c.stable_window);
-  s.panic_window = resolve_panic_window(s.stable_window, r.panic_window_percentage.value_or(c.panic_window_percentage));
-  s.scale_down_delay = r.scale_down_delay.value_or(c.scale_down_delay);
+  s.panic_threshold = r.panic_threshold_percent.value_or(c.panic_threshold_percent) / 100.0;
+  s.stable_window_s = r.window_s.value_or(c.stable_window_s);
+  s.panic_window_s = resolve_panic_window(s.stable_window_s, r.panic_window_percent.value_or(c.panic_window_percent));
+  s.scale_down_delay_s = r.scale_down_delay_s.value_or(c.scale_down_delay_s);
   s.initial_scale = resolve_initial_scale(c, r);
   s.reachable = r.reachable;
   s.activator_capacity = c.activator_capacity;
@@ -411,7 +421,8 @@ std::int32_t compute_num_activators(std::int32_t ready_pods, const DeciderSpec& 
 KpaDecider::KpaDecider(const DeciderSpec& spec, std::int32_t ready_pods_at_start, double now) : spec_(spec) {
   spec_.validate();
   KT_CHECK(ready_pods_at_start >= 0, InvalidArgument, "ready_pods_at_start = ", ready_pods_at_start, " must be >= 0");
-  if (spec_.scale_down_delay > 0) delay_ = std::make_unique<MaxTimeWindow>(spec_.scale_down_delay, kTickIntervalSeconds);
+  if (spec_.scale_down_delay_s > 0)
+    delay_ = std::make_unique<MaxTimeWindow>(spec_.scale_down_delay_s, kTickIntervalSeconds);
   // Upstream starts in panic mode when more than one pod is ready, so a restart never scales down at once.
   if (ready_pods_at_start > 1) {
     panicking_ = true;
@@ -439,9 +450,10 @@ KpaDecider::~KpaDecider() = default;
 
 void KpaDecider::update(const DeciderSpec& spec) {
   spec.validate();
-  if (spec.scale_down_delay != spec_.scale_down_delay)
-    delay_ = spec.scale_down_delay > 0 ? std::make_unique<MaxTimeWindow>(spec.scale_down_delay, kTickIntervalSeconds)
-                                       : nullptr;
+  if (spec.scale_down_delay_s != spec_.scale_down_delay_s)
+    delay_ = spec.scale_down_delay_s > 0
+                 ? std::make_unique<MaxTimeWindow>(spec.scale_down_delay_s, kTickIntervalSeconds)
+                 : nullptr;
   spec_ = spec;
 }
 
@@ -469,7 +481,7 @@ ScaleResult KpaDecider::decide(double now, std::int32_t ready_pods, double obser
   if (over) {
     panicking_ = true;  // enter, or extend the panic window
     panic_time_ = now;
-  } else if (panicking_ && panic_time_ + s.stable_window < now) {
+  } else if (panicking_ && panic_time_ + s.stable_window_s < now) {
     // The surge has made its way into the stable window: leave panic mode.
     panicking_ = false;
     max_panic_pods_ = 0;
@@ -548,15 +560,22 @@ Stat aggregate_scrape(double now, const std::vector<Stat>& sampled, std::int32_t
 }
 
 // ------------------------------------------------------------------------------------ KpaMetricCollector
-KpaMetricCollector::KpaMetricCollector(double stable_window, double panic_window_percentage, Aggregation aggregation)
-    : agg_(aggregation),
-      conc_stable_(stable_window, kBucketSizeSeconds),
-      conc_panic_(resolve_panic_window(stable_window, panic_window_percentage), kBucketSizeSeconds),
-      rps_stable_(stable_window, kBucketSizeSeconds),
-      rps_panic_(resolve_panic_window(stable_window, panic_window_percentage), kBucketSizeSeconds) {
-  KT_CHECK(panic_window_percentage > 0 && panic_window_percentage <= 100, InvalidArgument,
-           "panic_window_percentage = ", panic_window_percentage, " must be in (0, 100]");
+namespace {
+// The collector's windows are built in its initialiser list, so the check runs first through this.
+double checked_panic_window(double stable_window_s, double panic_window_s) {
+  KT_CHECK(std::isfinite(panic_window_s) && panic_window_s >= kBucketSizeSeconds && panic_window_s <= stable_window_s,
+           InvalidArgument, "panic_window_s = ", panic_window_s, " must be in [", kBucketSizeSeconds,
+           ", stable_window_s = ", stable_window_s, "]");
+  return panic_window_s;
 }
+}  // namespace
+
+KpaMetricCollector::KpaMetricCollector(double stable_window_s, double panic_window_s, Aggregation aggregation)
+    : agg_(aggregation),
+      conc_stable_(stable_window_s, kBucketSizeSeconds),
+      conc_panic_(checked_panic_window(stable_window_s, panic_window_s), kBucketSizeSeconds),
+      rps_stable_(stable_window_s, kBucketSizeSeconds),
+      rps_panic_(panic_window_s, kBucketSizeSeconds) {}
 
 void KpaMetricCollector::record(const Stat& s) {
   for (const auto& [name, v] : {std::pair{"time", s.time}, {"concurrency", s.concurrency},
@@ -596,12 +615,15 @@ KpaScaler::KpaScaler(const KpaConfig& config, const KpaRevision& revision, doubl
   cfg_.validate();
   rev_.validate();
   tbc_ = rev_.target_burst_capacity.value_or(cfg_.target_burst_capacity);
-  stable_window_ = rev_.window.value_or(cfg_.stable_window);
+  stable_window_ = rev_.window_s.value_or(cfg_.stable_window_s);
   // kpa/scaler.go lastPodRetention: an unreachable revision keeps no last pod.
   retention_ = rev_.reachable
-                   ? rev_.scale_to_zero_pod_retention_period.value_or(cfg_.scale_to_zero_pod_retention_period)
+                   ? rev_.scale_to_zero_pod_retention_period_s.value_or(cfg_.scale_to_zero_pod_retention_period_s)
                    : 0.0;
   initial_scale_ = resolve_initial_scale(cfg_, rev_);
+  // kpa/scaler.go handleScaleToZero: pa.ProgressDeadline() + activationTimeoutBuffer when annotated.
+  activation_timeout_s_ = rev_.progress_deadline_s ? *rev_.progress_deadline_s + kActivationTimeoutBufferSeconds
+                                                   : cfg_.activation_timeout_s;
   // A new revision's deployment is created at its initial scale.
   replicas_ = initial_replicas >= 0 ? initial_replicas : initial_scale_;
   proxy_ = tbc_ == -1;
@@ -621,11 +643,14 @@ std::int32_t KpaScaler::active_threshold() const {
   return std::max(mn, 1);
 }
 
-void KpaScaler::set_state(PaState s, double now) {
+// The condition's reason may change without a transition (e.g. a TimedOut PA marked NoTraffic later keeps its
+// lastTransitionTime), as upstream's MarkInactive does.
+void KpaScaler::set_state(PaState s, const char* reason, double now) {
   if (s != state_) {
     state_ = s;
     state_since_ = now;
   }
+  reason_ = reason;
 }
 
 // kpa/scaler.go handleScaleToZero: the scale to apply (want, applied) and upstream's enqueueCB / probe actions.
@@ -644,10 +669,10 @@ ScalerStep KpaScaler::handle_scale_to_zero(double now, std::int32_t desired,
     case PaState::kActivating:
       // Stuck activating past the progress deadline: give up and scale to zero. Otherwise look again once a
       // whole activation timeout has passed (upstream re-enqueues after the full timeout, not the remainder).
-      if (in_state > cfg_.activation_timeout) return r;
+      if (in_state > activation_timeout_s_) return r;
       r.want = -1;
       r.applied = false;
-      r.requeue_after_s = cfg_.activation_timeout;
+      r.requeue_after_s = activation_timeout_s_;
       return r;
     case PaState::kActive:
       // Mark inactive (want 0, not applied) only after a whole stable window of activity; until then keep 1
@@ -676,7 +701,7 @@ ScalerStep KpaScaler::handle_inactive(double now, double in_state, std::optional
     r.probe_activator = true;
     return r;
   }
-  if (in_state >= std::max(cfg_.scale_to_zero_grace_period, retention_)) return r;
+  if (in_state >= std::max(cfg_.scale_to_zero_grace_period_s, retention_)) return r;
   r.applied = false;
   // The pod retention period is a hard deadline: come back when it ends, whatever the network state.
   if (retention_ > 0 && in_state < retention_) {
@@ -684,7 +709,7 @@ ScalerStep KpaScaler::handle_inactive(double now, double in_state, std::optional
     return r;
   }
   const double proxy_for = proxy_ ? now - proxy_since_ : 0.0;
-  const double wait = cfg_.scale_to_zero_grace_period - proxy_for;
+  const double wait = cfg_.scale_to_zero_grace_period_s - proxy_for;
   if (wait <= 0) {
     r.applied = true;
     return r;
@@ -723,21 +748,24 @@ ScalerStep KpaScaler::reconcile(double now, const ScaleResult& decision, std::in
   const std::int32_t min_ready = active_threshold();
   if (ready_pods >= min_ready) initialized_ = true;
   if (want == 0 || min_ready == 0) {
-    set_state(PaState::kInactive, now);
+    // Scaling to zero while activating happens only when the activation timed out.
+    const bool timed_out = state_ == PaState::kActivating && min_ready > 0;
+    set_state(PaState::kInactive, timed_out ? "TimedOut" : "NoTraffic", now);
   } else if (ready_pods < min_ready) {
-    if (want > 0 || state_ != PaState::kInactive) set_state(PaState::kActivating, now);
+    if (want > 0 || state_ != PaState::kInactive) set_state(PaState::kActivating, "Queued", now);
+    else set_state(PaState::kInactive, "NoTraffic", now);
   } else if (want > 0 || state_ != PaState::kInactive) {
-    set_state(PaState::kActive, now);
+    set_state(PaState::kActive, "", now);
   }
-  return ScalerStep{want, applied, replicas_, proxy_, state_, actions.requeue_after_s, actions.probe_activator};
+  return ScalerStep{want, applied, replicas_, proxy_, state_, reason_, actions.requeue_after_s,
+                    actions.probe_activator};
 }
 
 // ------------------------------------------------------------------------------------------- KpaAutoscaler
 KpaAutoscaler::KpaAutoscaler(const KpaConfig& config, const KpaRevision& revision, double now,
                              std::int32_t initial_replicas)
     : spec_(make_decider_spec(config, revision)),
-      collector_(spec_.stable_window, revision.panic_window_percentage.value_or(config.panic_window_percentage),
-                 revision.aggregation),
+      collector_(spec_.stable_window_s, spec_.panic_window_s, revision.aggregation),
       decider_(spec_, 0, now),
       scaler_(config, revision, now, initial_replicas) {}
 

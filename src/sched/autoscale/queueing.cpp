@@ -30,13 +30,13 @@ bool meets(std::int64_t c, double a, double s, const LatencySlo& slo, double b) 
   const double cc = c_from_b(c, a, b);
   double tail;
   if (slo.on_response_time) {
-    const double mu = 1.0 / s, theta = (cd - a) / s, t = slo.latency;
+    const double mu = 1.0 / s, theta = (cd - a) / s, t = slo.latency_s;
     double hypo;
     if (std::abs(theta - mu) < 1e-12 * mu) hypo = (1.0 + mu * t) * std::exp(-mu * t);
     else hypo = (theta * std::exp(-mu * t) - mu * std::exp(-theta * t)) / (theta - mu);
     tail = (1.0 - cc) * std::exp(-mu * t) + cc * hypo;
   } else {
-    tail = cc * std::exp(-(cd - a) * slo.latency / s);
+    tail = cc * std::exp(-(cd - a) * slo.latency_s / s);
   }
   return tail <= 1.0 - slo.quantile + 1e-15;
 }
@@ -91,7 +91,7 @@ double prob_response_exceeds(std::int64_t servers, double load, double service_t
 }
 
 void LatencySlo::validate() const {
-  KT_CHECK(std::isfinite(latency) && latency > 0, InvalidArgument, "slo.latency = ", latency, " must be > 0");
+  KT_CHECK(std::isfinite(latency_s) && latency_s > 0, InvalidArgument, "slo.latency_s = ", latency_s, " must be > 0");
   KT_CHECK(quantile > 0 && quantile < 1, InvalidArgument, "slo.quantile = ", quantile, " must be in (0, 1)");
   KT_CHECK(max_utilization > 0 && max_utilization <= 1, InvalidArgument, "slo.max_utilization = ", max_utilization,
            " must be in (0, 1]");
@@ -106,7 +106,8 @@ std::int64_t min_servers_for_slo(double load, double service_time, const Latency
   if (load == 0) return 0;
   if (slo.on_response_time) {
     // Even with no wait, P(service > latency) = exp(-latency / s) must be below 1 - quantile.
-    KT_CHECK(std::exp(-slo.latency / service_time) <= 1.0 - slo.quantile, StateError, "slo.latency = ", slo.latency,
+    KT_CHECK(std::exp(-slo.latency_s / service_time) <= 1.0 - slo.quantile, StateError, "slo.latency_s = ",
+             slo.latency_s,
              "s cannot be met at quantile ", slo.quantile, " with mean service time ", service_time, "s");
   }
   double b = 1.0;

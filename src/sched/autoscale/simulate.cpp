@@ -11,11 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/sched/autoscale/units.hpp"
 
 namespace kubetune::sched::autoscale {
 
 namespace {
-void check_dt(double dt) { KT_CHECK(std::isfinite(dt) && dt > 0, InvalidArgument, "dt = ", dt, " must be > 0"); }
+void check_dt(double dt) { KT_CHECK(std::isfinite(dt) && dt > 0, InvalidArgument, "dt_s = ", dt, " must be > 0"); }
 std::size_t steps_for(double seconds, double dt) {
   KT_CHECK(std::isfinite(seconds) && seconds >= 0, InvalidArgument, "duration = ", seconds, " must be >= 0");
   return static_cast<std::size_t>(std::llround(seconds / dt));
@@ -25,7 +26,7 @@ std::size_t steps_for(double seconds, double dt) {
 Trace trace_steps(const std::vector<std::pair<double, double>>& steps, double dt) {
   check_dt(dt);
   Trace t;
-  t.dt = dt;
+  t.dt_s = dt;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     KT_CHECK(steps[i].second >= 0 && std::isfinite(steps[i].second), InvalidArgument, "steps[", i, "].rate = ",
              steps[i].second, " must be finite and >= 0");
@@ -46,10 +47,10 @@ Trace trace_diurnal(double mean, double amplitude, double period, double total, 
   check_dt(dt);
   KT_CHECK(mean >= 0 && amplitude >= 0, InvalidArgument, "mean = ", mean, " and amplitude = ", amplitude,
            " must be >= 0");
-  KT_CHECK(period > 0, InvalidArgument, "period = ", period, " must be > 0");
+  KT_CHECK(period > 0, InvalidArgument, "period_s = ", period, " must be > 0");
   KT_CHECK(noise >= 0, InvalidArgument, "noise = ", noise, " must be >= 0");
   Trace t;
-  t.dt = dt;
+  t.dt_s = dt;
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> g(0.0, 1.0);
   const std::size_t n = steps_for(total, dt);
@@ -88,8 +89,8 @@ Trace trace_from_csv(const std::string& path) {
   KT_CHECK(!rates.empty(), IoError, "trace CSV '", path, "' holds no rates");
   Trace t;
   t.rate = rates;
-  if (times.size() >= 2) t.dt = times[1] - times[0];
-  KT_CHECK(t.dt > 0, IoError, "trace CSV '", path, "': times must increase");
+  if (times.size() >= 2) t.dt_s = times[1] - times[0];
+  KT_CHECK(t.dt_s > 0, IoError, "trace CSV '", path, "': times must increase");
   for (std::size_t i = 0; i < rates.size(); ++i)
     KT_CHECK(std::isfinite(rates[i]) && rates[i] >= 0, IoError, "trace CSV '", path, "': rate ", rates[i],
              " at row ", i, " must be >= 0");
@@ -97,19 +98,19 @@ Trace trace_from_csv(const std::string& path) {
 }
 
 void SimConfig::validate() const {
-  KT_CHECK(std::isfinite(service_time) && service_time > 0, InvalidArgument, "service_time = ", service_time,
+  KT_CHECK(std::isfinite(service_time_s) && service_time_s > 0, InvalidArgument, "service_time_s = ", service_time_s,
            " must be > 0");
   KT_CHECK(container_concurrency >= 1, InvalidArgument, "container_concurrency = ", container_concurrency,
            " must be >= 1");
-  KT_CHECK(pod_startup_delay >= 0, InvalidArgument, "pod_startup_delay = ", pod_startup_delay, " must be >= 0");
+  KT_CHECK(pod_startup_delay_s >= 0, InvalidArgument, "pod_startup_delay_s = ", pod_startup_delay_s, " must be >= 0");
   slo.validate();
   KT_CHECK(initial_replicas >= 0, InvalidArgument, "initial_replicas = ", initial_replicas, " must be >= 0");
   KT_CHECK(max_replicas >= 1, InvalidArgument, "max_replicas = ", max_replicas, " must be >= 1");
   KT_CHECK(hpa_target_utilization > 0, InvalidArgument, "hpa_target_utilization = ", hpa_target_utilization,
            " must be > 0");
-  KT_CHECK(hpa_metric_window > 0, InvalidArgument, "hpa_metric_window = ", hpa_metric_window, " must be > 0");
-  KT_CHECK(slo_interval > 0 && slo_lookback > 0 && slo_headroom > 0, InvalidArgument,
-           "slo_interval, slo_lookback and slo_headroom must be > 0");
+  KT_CHECK(hpa_metric_window_s > 0, InvalidArgument, "hpa_metric_window_s = ", hpa_metric_window_s, " must be > 0");
+  KT_CHECK(slo_interval_s > 0 && slo_lookback_s > 0 && slo_headroom > 0, InvalidArgument,
+           "slo_interval_s, slo_lookback_s and slo_headroom must be > 0");
   KT_CHECK(slo_min_replicas >= 0, InvalidArgument, "slo_min_replicas = ", slo_min_replicas, " must be >= 0");
   kpa.validate();
   kpa_revision.validate();
@@ -119,8 +120,8 @@ void SimConfig::validate() const {
 
 SimResult simulate(const Trace& trace, const SimConfig& cfg) {
   cfg.validate();
-  check_dt(trace.dt);
-  const double dt = trace.dt, s = cfg.service_time;
+  check_dt(trace.dt_s);
+  const double dt = trace.dt_s, s = cfg.service_time_s;
   const std::int32_t k = cfg.container_concurrency;
   const std::size_t n = trace.rate.size();
   SimResult res;
@@ -142,8 +143,8 @@ SimResult simulate(const Trace& trace, const SimConfig& cfg) {
     hpa = std::make_unique<HpaController>(cfg.hpa, cfg.hpa_controller);
   }
   const auto target_milli = static_cast<std::int64_t>(std::llround(cfg.hpa_target_utilization * k * 1000.0));
-  const auto hpa_window = static_cast<std::size_t>(std::max(1.0, std::round(cfg.hpa_metric_window / dt)));
-  const auto slo_window = static_cast<std::size_t>(std::max(1.0, std::round(cfg.slo_lookback / dt)));
+  const auto hpa_window = static_cast<std::size_t>(std::max(1.0, std::round(cfg.hpa_metric_window_s / dt)));
+  const auto slo_window = static_cast<std::size_t>(std::max(1.0, std::round(cfg.slo_lookback_s / dt)));
   std::deque<double> inflight_hist, rate_hist;
   double next_kpa = 0.0, next_hpa = 0.0, next_slo = 0.0;
   std::int64_t ready_sum = 0;
@@ -177,11 +178,11 @@ SimResult simulate(const Trace& trace, const SimConfig& cfg) {
     if (ready > 0) {
       if (backlog > 1e-9) {
         const double wait = backlog / capacity;
-        p = wait >= cfg.slo.latency ? 1.0
-                                    : (cfg.slo.on_response_time ? std::exp(-(cfg.slo.latency - wait) / s) : 1.0);
+        p = wait >= cfg.slo.latency_s ? 1.0
+                                      : (cfg.slo.on_response_time ? std::exp(-(cfg.slo.latency_s - wait) / s) : 1.0);
       } else if (stable) {
-        p = cfg.slo.on_response_time ? prob_response_exceeds(servers, load, s, cfg.slo.latency)
-                                     : prob_wait_exceeds(servers, load, s, cfg.slo.latency);
+        p = cfg.slo.on_response_time ? prob_response_exceeds(servers, load, s, cfg.slo.latency_s)
+                                     : prob_wait_exceeds(servers, load, s, cfg.slo.latency_s);
       }
     }
     if (arrivals <= 0) p = 0.0;
@@ -231,7 +232,7 @@ SimResult simulate(const Trace& trace, const SimConfig& cfg) {
         const ReplicaResult r = pods_metric_replicas(t, target, target_milli, pods, hpa->tolerances());
         const HpaDecision d = hpa->reconcile(t, target, std::vector<ReplicaResult>{r});
         if (d.rescale) next_target = d.desired_replicas;
-        next_hpa += cfg.hpa_controller.sync_period;
+        next_hpa += cfg.hpa_controller.sync_period_s;
       }
     } else {
       rate_hist.push_back(lambda);
@@ -239,10 +240,10 @@ SimResult simulate(const Trace& trace, const SimConfig& cfg) {
       if (t + 1e-9 >= next_slo) {
         // Peak of the recent rate with headroom, plus the rate that drains the current backlog over the lookback.
         const double peak = *std::max_element(rate_hist.begin(), rate_hist.end()) * cfg.slo_headroom +
-                            backlog / cfg.slo_lookback;
+                            backlog / cfg.slo_lookback_s;
         const auto need = min_replicas_for_slo(peak, s, k, cfg.slo, cfg.max_replicas);
         next_target = static_cast<std::int32_t>(std::max<std::int64_t>(need, cfg.slo_min_replicas));
-        next_slo += cfg.slo_interval;
+        next_slo += cfg.slo_interval_s;
       }
     }
     next_target = std::min(next_target, cfg.max_replicas);
@@ -252,7 +253,7 @@ SimResult simulate(const Trace& trace, const SimConfig& cfg) {
     // The deployment controller: start or stop pods (starting ones are stopped first).
     const auto provisioned = static_cast<std::int32_t>(ready + static_cast<std::int32_t>(starting.size()));
     if (target > provisioned) {
-      for (std::int32_t j = provisioned; j < target; ++j) starting.push_back(t + cfg.pod_startup_delay);
+      for (std::int32_t j = provisioned; j < target; ++j) starting.push_back(t + cfg.pod_startup_delay_s);
     } else if (target < provisioned) {
       std::int32_t remove = provisioned - target;
       while (remove > 0 && !starting.empty()) {
@@ -284,11 +285,11 @@ const char* policy_name(SimPolicy p) { return p == SimPolicy::kHpa ? "hpa" : p =
 std::string sim_config_to_json(const SimConfig& c) {
   using nlohmann::json;
   json j{{"policy", policy_name(c.policy)},
-         {"service_time", c.service_time},
+         {"service_time_s", c.service_time_s},
          {"container_concurrency", c.container_concurrency},
-         {"pod_startup_delay", c.pod_startup_delay},
+         {"pod_startup_delay_s", c.pod_startup_delay_s},
          {"slo",
-          {{"latency", c.slo.latency},
+          {{"latency_s", c.slo.latency_s},
            {"quantile", c.slo.quantile},
            {"on_response_time", c.slo.on_response_time},
            {"max_utilization", c.slo.max_utilization}}},
@@ -296,14 +297,11 @@ std::string sim_config_to_json(const SimConfig& c) {
          {"kpa", json::parse(c.kpa.to_json())},
          {"kpa_revision", json::parse(c.kpa_revision.to_json())},
          {"hpa", json::parse(c.hpa.to_json())},
-         {"hpa_controller",
-          {{"downscale_stabilization_window", c.hpa_controller.downscale_stabilization_window},
-           {"tolerance", c.hpa_controller.tolerance},
-           {"sync_period", c.hpa_controller.sync_period}}},
+         {"hpa_controller", json::parse(c.hpa_controller.to_json())},
          {"hpa_target_utilization", c.hpa_target_utilization},
-         {"hpa_metric_window", c.hpa_metric_window},
-         {"slo_interval", c.slo_interval},
-         {"slo_lookback", c.slo_lookback},
+         {"hpa_metric_window_s", c.hpa_metric_window_s},
+         {"slo_interval_s", c.slo_interval_s},
+         {"slo_lookback_s", c.slo_lookback_s},
          {"slo_headroom", c.slo_headroom},
          {"slo_min_replicas", c.slo_min_replicas},
          {"max_replicas", c.max_replicas}};
@@ -320,6 +318,8 @@ SimConfig sim_config_from_json(const std::string& text) {
     KT_THROW(InvalidArgument, "SimConfig JSON: ", e.what());
   }
   KT_CHECK(j.is_object(), InvalidArgument, "SimConfig JSON must be an object");
+  rename_deprecated_keys("SimConfig", j);
+  if (j.contains("slo")) rename_deprecated_keys("LatencySlo", j["slo"]);
   const json known = json::parse(sim_config_to_json(c));
   for (auto it = j.begin(); it != j.end(); ++it)
     KT_CHECK(known.contains(it.key()), InvalidArgument, "SimConfig JSON: unknown key '", it.key(), "'");
@@ -332,13 +332,13 @@ SimConfig sim_config_from_json(const std::string& text) {
       else KT_THROW(InvalidArgument, "policy = '", p, "' must be kpa, hpa or slo");
     }
 #define KT_GET(name) if (j.contains(#name)) j.at(#name).get_to(c.name)
-    KT_GET(service_time); KT_GET(container_concurrency); KT_GET(pod_startup_delay); KT_GET(initial_replicas);
-    KT_GET(hpa_target_utilization); KT_GET(hpa_metric_window); KT_GET(slo_interval); KT_GET(slo_lookback);
+    KT_GET(service_time_s); KT_GET(container_concurrency); KT_GET(pod_startup_delay_s); KT_GET(initial_replicas);
+    KT_GET(hpa_target_utilization); KT_GET(hpa_metric_window_s); KT_GET(slo_interval_s); KT_GET(slo_lookback_s);
     KT_GET(slo_headroom); KT_GET(slo_min_replicas); KT_GET(max_replicas);
 #undef KT_GET
     if (j.contains("slo")) {
       const json& s = j.at("slo");
-      if (s.contains("latency")) s.at("latency").get_to(c.slo.latency);
+      if (s.contains("latency_s")) s.at("latency_s").get_to(c.slo.latency_s);
       if (s.contains("quantile")) s.at("quantile").get_to(c.slo.quantile);
       if (s.contains("on_response_time")) s.at("on_response_time").get_to(c.slo.on_response_time);
       if (s.contains("max_utilization")) s.at("max_utilization").get_to(c.slo.max_utilization);
@@ -346,13 +346,7 @@ SimConfig sim_config_from_json(const std::string& text) {
     if (j.contains("kpa")) c.kpa = KpaConfig::from_json(j.at("kpa").dump());
     if (j.contains("kpa_revision")) c.kpa_revision = KpaRevision::from_json(j.at("kpa_revision").dump());
     if (j.contains("hpa")) c.hpa = HpaSpec::from_json(j.at("hpa").dump());
-    if (j.contains("hpa_controller")) {
-      const json& h = j.at("hpa_controller");
-      if (h.contains("downscale_stabilization_window"))
-        h.at("downscale_stabilization_window").get_to(c.hpa_controller.downscale_stabilization_window);
-      if (h.contains("tolerance")) h.at("tolerance").get_to(c.hpa_controller.tolerance);
-      if (h.contains("sync_period")) h.at("sync_period").get_to(c.hpa_controller.sync_period);
-    }
+    if (j.contains("hpa_controller")) c.hpa_controller = HpaControllerConfig::from_json(j.at("hpa_controller").dump());
   } catch (const json::exception& e) {
     KT_THROW(InvalidArgument, "SimConfig JSON: ", e.what());
   }

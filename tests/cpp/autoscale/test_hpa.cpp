@@ -84,7 +84,7 @@ TEST(HpaCalc, NotYetWarmAndNeverReadyPods) {
   // include start-up CPU, so it is ignored.
   pods[0].start_time = -60.0;
   pods[0].ready_transition_time = -20.0;
-  pods[0].metric_window = 30.0;
+  pods[0].metric_window_s = 30.0;
   ReplicaResult r = resource_utilization_replicas(0, 3, 50, pods);
   EXPECT_EQ(r.usage, 10);
   // Once a full window passed since readiness, the sample counts.
@@ -232,7 +232,7 @@ TEST(HpaController, BehaviourPoliciesAndPeriods) {
   EXPECT_FALSE(d.reconcile(0, 3, {std::optional<std::int32_t>(40)}).rescale);
   // Percent scale-down truncates: 50 % per 60 s.
   HpaBehavior down;
-  down.scale_down.stabilization_window_seconds = 0;
+  down.scale_down.stabilization_window_s = 0;
   down.scale_down.policies = {ScalingPolicy{PolicyType::kPercent, 50, 60}};
   HpaController dn(HpaSpec{1, 100, down});
   EXPECT_EQ(dn.reconcile(0, 11, {std::optional<std::int32_t>(1)}).desired_replicas, 5);  // int(11 * 0.5)
@@ -240,7 +240,7 @@ TEST(HpaController, BehaviourPoliciesAndPeriods) {
   EXPECT_EQ(dn.reconcile(61, 5, {std::optional<std::int32_t>(1)}).desired_replicas, 2);
   // Pods policy on the way down.
   HpaBehavior pods;
-  pods.scale_down.stabilization_window_seconds = 0;
+  pods.scale_down.stabilization_window_s = 0;
   pods.scale_down.policies = {ScalingPolicy{PolicyType::kPods, 2, 30}};
   HpaController pd(HpaSpec{1, 100, pods});
   EXPECT_EQ(pd.reconcile(0, 10, {std::optional<std::int32_t>(1)}).desired_replicas, 8);
@@ -248,8 +248,8 @@ TEST(HpaController, BehaviourPoliciesAndPeriods) {
 
 TEST(HpaController, BehaviourStabilisationWindows) {
   HpaBehavior b;
-  b.scale_up.stabilization_window_seconds = 60;  // scale up only to the minimum of the last minute
-  b.scale_down.stabilization_window_seconds = 120;
+  b.scale_up.stabilization_window_s = 60;  // scale up only to the minimum of the last minute
+  b.scale_down.stabilization_window_s = 120;
   b.scale_up.policies = {ScalingPolicy{PolicyType::kPods, 100, 15}};
   b.scale_down.policies = {ScalingPolicy{PolicyType::kPercent, 100, 15}};
   HpaController c(HpaSpec{1, 100, b});
@@ -269,13 +269,13 @@ TEST(HpaController, LimitsAndValidation) {
   EXPECT_EQ(scale_up_limit(110, 6, ev, none, up), 7);   // start 3: max(3 + 4, 6)
   EXPECT_EQ(scale_up_limit(116, 6, ev, none, up), 12);  // event left the 15 s period
   ScalingRules bad = up;
-  bad.policies[0].period_seconds = 0;
+  bad.policies[0].period_s = 0;
   EXPECT_THROW(bad.validate("behavior.scaleUp"), InvalidArgument);
   bad = up;
   bad.policies.clear();
   EXPECT_THROW(bad.validate("behavior.scaleUp"), InvalidArgument);
   bad = up;
-  bad.stabilization_window_seconds = 4000;
+  bad.stabilization_window_s = 4000;
   EXPECT_THROW(bad.validate("behavior.scaleUp"), InvalidArgument);
   HpaSpec s{1, 10, HpaBehavior{}};
   s.behavior->scale_down.tolerance = 0.2;

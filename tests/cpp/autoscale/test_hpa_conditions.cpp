@@ -58,9 +58,9 @@ std::vector<HpaPod> cpu_pods(const std::vector<std::int64_t>& levels, std::int64
 }
 
 // generateScalingRules(0, 0, percent, period, 0) of horizontal_test.go: one Percent policy, no stabilisation.
-HpaBehavior percent_up(std::int32_t percent, std::int32_t period) {
+HpaBehavior percent_up(std::int32_t percent, double period) {
   HpaBehavior b;
-  b.scale_up.stabilization_window_seconds = 0;
+  b.scale_up.stabilization_window_s = 0;
   b.scale_up.policies = {ScalingPolicy{PolicyType::kPercent, percent, period}};
   return b;
 }
@@ -134,7 +134,7 @@ TEST(HpaConditions, ConstructedRowsForTheOtherReasons) {
   }
   {  // Behaviour: scale-down of at most 1 pod per 60 s -> ScaleDownLimit; no stabilisation window.
     HpaBehavior b;
-    b.scale_down.stabilization_window_seconds = 0;
+    b.scale_down.stabilization_window_s = 0;
     b.scale_down.policies = {ScalingPolicy{PolicyType::kPods, 1, 60}};
     HpaController hpa(HpaSpec{1, 10, b});
     const HpaDecision d = hpa.reconcile(0, 5, std::vector<std::optional<std::int32_t>>{2});
@@ -148,7 +148,7 @@ TEST(HpaConditions, ConstructedRowsForTheOtherReasons) {
   }
   {  // Behaviour, min 2: the metric wants 1 and the policy would allow 0 -> TooFewReplicas.
     HpaBehavior b;
-    b.scale_down.stabilization_window_seconds = 0;
+    b.scale_down.stabilization_window_s = 0;
     b.scale_down.policies = {ScalingPolicy{PolicyType::kPercent, 100, 15}};
     HpaController hpa(HpaSpec{2, 10, b});
     const HpaDecision d = hpa.reconcile(0, 5, std::vector<std::optional<std::int32_t>>{1});
@@ -165,7 +165,7 @@ TEST(HpaConditions, ConstructedRowsForTheOtherReasons) {
   }
   {  // Up window 60 s: a recent lower recommendation holds a scale-up -> ScaleUpStabilized.
     HpaBehavior b;
-    b.scale_up.stabilization_window_seconds = 60;
+    b.scale_up.stabilization_window_s = 60;
     HpaController hpa(HpaSpec{1, 10, b});
     hpa.reconcile(0, 3, std::vector<std::optional<std::int32_t>>{3});
     const HpaDecision d = hpa.reconcile(15, 3, std::vector<std::optional<std::int32_t>>{8});

@@ -34,20 +34,20 @@ TEST(KpaConfig, UpstreamDefaults) {
   EXPECT_EQ(c.target_burst_capacity, 211.0);
   EXPECT_EQ(c.max_scale_up_rate, 1000.0);
   EXPECT_EQ(c.max_scale_down_rate, 2.0);
-  EXPECT_EQ(c.stable_window, 60.0);
-  EXPECT_EQ(c.panic_window_percentage, 10.0);
-  EXPECT_EQ(c.panic_threshold_percentage, 200.0);
+  EXPECT_EQ(c.stable_window_s, 60.0);
+  EXPECT_EQ(c.panic_window_percent, 10.0);
+  EXPECT_EQ(c.panic_threshold_percent, 200.0);
   EXPECT_EQ(c.activator_capacity, 100.0);
-  EXPECT_EQ(c.scale_to_zero_grace_period, 30.0);
-  EXPECT_EQ(c.scale_to_zero_pod_retention_period, 0.0);
-  EXPECT_EQ(c.scale_down_delay, 0.0);
+  EXPECT_EQ(c.scale_to_zero_grace_period_s, 30.0);
+  EXPECT_EQ(c.scale_to_zero_pod_retention_period_s, 0.0);
+  EXPECT_EQ(c.scale_down_delay_s, 0.0);
   EXPECT_EQ(c.initial_scale, 1);
   EXPECT_NO_THROW(c.validate());
   const DeciderSpec s = spec_default();
   EXPECT_DOUBLE_EQ(s.target_value, 70.0);
   EXPECT_DOUBLE_EQ(s.total_value, 100.0);
   EXPECT_DOUBLE_EQ(s.panic_threshold, 2.0);
-  EXPECT_DOUBLE_EQ(s.panic_window, 6.0);
+  EXPECT_DOUBLE_EQ(s.panic_window_s, 6.0);
 }
 
 TEST(KpaConfig, ValidationNamesTheKey) {
@@ -56,20 +56,20 @@ TEST(KpaConfig, ValidationNamesTheKey) {
     mutate(c);
     return error_of([&] { c.validate(); });
   };
-  EXPECT_NE(bad([](KpaConfig& c) { c.scale_to_zero_grace_period = 5; }).find("scale-to-zero-grace-period"), std::string::npos);
-  EXPECT_NE(bad([](KpaConfig& c) { c.scale_down_delay = -1; }).find("scale-down-delay"), std::string::npos);
-  EXPECT_NE(bad([](KpaConfig& c) { c.scale_down_delay = 1.5; }).find("second precision"), std::string::npos);
+  EXPECT_NE(bad([](KpaConfig& c) { c.scale_to_zero_grace_period_s = 5; }).find("scale-to-zero-grace-period"), std::string::npos);
+  EXPECT_NE(bad([](KpaConfig& c) { c.scale_down_delay_s = -1; }).find("scale-down-delay"), std::string::npos);
+  EXPECT_NE(bad([](KpaConfig& c) { c.scale_down_delay_s = 1.5; }).find("second precision"), std::string::npos);
   EXPECT_NE(bad([](KpaConfig& c) { c.target_burst_capacity = -2; }).find("target-burst-capacity"), std::string::npos);
   EXPECT_EQ(bad([](KpaConfig& c) { c.target_burst_capacity = -1; }), "");
   EXPECT_EQ(bad([](KpaConfig& c) { c.target_burst_capacity = 0; }), "");
   EXPECT_NE(bad([](KpaConfig& c) { c.container_concurrency_target_fraction = 1.5; }).find("container-concurrency-target-percentage"), std::string::npos);
   EXPECT_NE(bad([](KpaConfig& c) { c.max_scale_up_rate = 1.0; }).find("max-scale-up-rate"), std::string::npos);
   EXPECT_NE(bad([](KpaConfig& c) { c.max_scale_down_rate = 0.5; }).find("max-scale-down-rate"), std::string::npos);
-  EXPECT_NE(bad([](KpaConfig& c) { c.stable_window = 5; }).find("stable-window"), std::string::npos);
-  EXPECT_NE(bad([](KpaConfig& c) { c.stable_window = 3601; }).find("stable-window"), std::string::npos);
-  EXPECT_NE(bad([](KpaConfig& c) { c.stable_window = 60.5; }).find("second precision"), std::string::npos);
-  EXPECT_NE(bad([](KpaConfig& c) { c.panic_window_percentage = 0.5; }).find("panic-window-percentage"), std::string::npos);
-  EXPECT_NE(bad([](KpaConfig& c) { c.panic_threshold_percentage = 100; }).find("panic-threshold-percentage"), std::string::npos);
+  EXPECT_NE(bad([](KpaConfig& c) { c.stable_window_s = 5; }).find("stable-window"), std::string::npos);
+  EXPECT_NE(bad([](KpaConfig& c) { c.stable_window_s = 3601; }).find("stable-window"), std::string::npos);
+  EXPECT_NE(bad([](KpaConfig& c) { c.stable_window_s = 60.5; }).find("second precision"), std::string::npos);
+  EXPECT_NE(bad([](KpaConfig& c) { c.panic_window_percent = 0.5; }).find("panic-window-percentage"), std::string::npos);
+  EXPECT_NE(bad([](KpaConfig& c) { c.panic_threshold_percent = 100; }).find("panic-threshold-percentage"), std::string::npos);
   EXPECT_NE(bad([](KpaConfig& c) { c.activator_capacity = 0.5; }).find("activator-capacity"), std::string::npos);
   EXPECT_NE(bad([](KpaConfig& c) { c.initial_scale = 0; }).find("initial-scale"), std::string::npos);
   EXPECT_EQ(bad([](KpaConfig& c) { c.initial_scale = 0; c.allow_zero_initial_scale = true; }), "");
@@ -86,8 +86,8 @@ TEST(KpaConfig, ConfigMapAndJson) {
                                                  {"enable-scale-to-zero", "false"},
                                                  {"pod-autoscaler-class", "kpa.autoscaling.knative.dev"}});
   EXPECT_DOUBLE_EQ(c.container_concurrency_target_fraction, 0.8);
-  EXPECT_DOUBLE_EQ(c.stable_window, 90.0);
-  EXPECT_DOUBLE_EQ(c.scale_to_zero_grace_period, 45.0);
+  EXPECT_DOUBLE_EQ(c.stable_window_s, 90.0);
+  EXPECT_DOUBLE_EQ(c.scale_to_zero_grace_period_s, 45.0);
   EXPECT_EQ(c.target_burst_capacity, -1.0);
   EXPECT_FALSE(c.enable_scale_to_zero);
   EXPECT_DOUBLE_EQ(KpaConfig::from_configmap({{"container-concurrency-target-percentage", "0.5"}})
@@ -118,7 +118,7 @@ TEST(KpaTargets, ResolveMetricTarget) {
   t = resolve_metric_target(c, r);
   EXPECT_DOUBLE_EQ(t.total, 10.0);
   r.container_concurrency = 0;
-  r.target_utilization_percentage = 50;
+  r.target_utilization_percent = 50;
   t = resolve_metric_target(c, r);
   EXPECT_DOUBLE_EQ(t.target, 25.0);
   KpaRevision rps;
@@ -216,7 +216,7 @@ TEST(KpaDecider, PanicThresholdBoundaryAndStartInPanic) {
 
 TEST(KpaDecider, ScaleDownDelayHoldsTheMaximum) {
   DeciderSpec s = spec_default();
-  s.scale_down_delay = 10;
+  s.scale_down_delay_s = 10;
   s.max_scale_down_rate = 100;
   KpaDecider d(s);
   EXPECT_EQ(d.decide(0, 10, 700, 700).desired_pod_count, 10);
@@ -262,7 +262,7 @@ TEST(KpaDecider, BatchEqualsOneByOne) {
   std::uniform_real_distribution<double> u(0, 2000);
   std::uniform_int_distribution<int> pods(0, 40);
   DeciderSpec s = spec_default();
-  s.scale_down_delay = 6;
+  s.scale_down_delay_s = 6;
   const std::size_t n = 5000;
   std::vector<KpaDecider> a(n, KpaDecider(s)), b(n, KpaDecider(s));
   std::vector<std::int32_t> ready(n);
@@ -312,8 +312,8 @@ TEST(KpaScrape, SampleSizeRule) {
 }
 
 TEST(KpaCollector, StableAndPanicWindows) {
-  KpaMetricCollector c(60.0, 10.0);
-  EXPECT_DOUBLE_EQ(c.panic_window(), 6.0);
+  KpaMetricCollector c(60.0, 6.0);
+  EXPECT_DOUBLE_EQ(c.panic_window_s(), 6.0);
   EXPECT_FALSE(c.concurrency(0).has_data);
   for (int t = 0; t < 60; ++t) {
     Stat s;
@@ -329,7 +329,7 @@ TEST(KpaCollector, StableAndPanicWindows) {
   EXPECT_DOUBLE_EQ(o.stable, (54 * 10.0 + 6 * 90.0) / 60.0);
   EXPECT_DOUBLE_EQ(c.rps(59).stable, 5.0);
   EXPECT_FALSE(c.concurrency(200).has_data);
-  KpaMetricCollector w(60.0, 10.0, Aggregation::kWeightedExponential);
+  KpaMetricCollector w(60.0, 6.0, Aggregation::kWeightedExponential);
   for (int t = 0; t < 60; ++t) {
     Stat s;
     s.time = t;
@@ -373,7 +373,7 @@ TEST(KpaScaler, ScaleToZeroOnlyAfterStableWindowAndGracePeriod) {
 
 TEST(KpaScaler, PodRetentionAndDisabledScaleToZero) {
   KpaConfig cfg;
-  cfg.scale_to_zero_pod_retention_period = 120;
+  cfg.scale_to_zero_pod_retention_period_s = 120;
   KpaScaler sc(cfg, KpaRevision{}, 0.0);
   ScaleResult one{1, 0, 2, true, false}, zero{0, 0, 2, true, false};
   sc.reconcile(0, one, 1);
@@ -472,7 +472,7 @@ TEST(KpaAutoscaler, RpsMetricAndSpecUpdate) {
   EXPECT_THROW(KpaDecider{bad}, InvalidArgument);
   KpaDecider d(spec_default());
   DeciderSpec with_delay = spec_default();
-  with_delay.scale_down_delay = 20;
+  with_delay.scale_down_delay_s = 20;
   with_delay.max_scale_down_rate = 100;
   d.update(with_delay);
   EXPECT_EQ(d.decide(0, 10, 700, 700).desired_pod_count, 10);
@@ -487,7 +487,7 @@ TEST(Kpa, NonFiniteInputsAreRefusedAndChangeNothing) {
   EXPECT_THROW(d.decide(0.0, 1, 1.0, std::numeric_limits<double>::infinity()), kubetune::InvalidArgument);
   EXPECT_THROW(d.decide(nan, 1, 1.0, 1.0), kubetune::InvalidArgument);
   EXPECT_THROW(d.decide(0.0, -1, 1.0, 1.0), kubetune::InvalidArgument);
-  KpaMetricCollector c(60.0, 10.0);
+  KpaMetricCollector c(60.0, 6.0);
   Stat st;
   st.time = 1.0;
   st.concurrency = nan;

@@ -82,7 +82,7 @@ TEST(Queueing, TailsAndMeans) {
 
 TEST(Queueing, MinServersIsMinimal) {
   LatencySlo slo;
-  slo.latency = 20.0;
+  slo.latency_s = 20.0;
   slo.quantile = 0.8;
   slo.on_response_time = false;  // wait <= 20 s for 80 %: the call-centre service level
   const auto c = min_servers_for_slo(10.0, 180.0, slo);
@@ -103,7 +103,7 @@ TEST(Queueing, MinReplicasForLatencySlo) {
   EXPECT_GT(prob_response_exceeds((r - 1) * 10, 20.0, 0.1, 0.5), 0.05);
   EXPECT_EQ(min_replicas_for_slo(0.0, 0.1, 10, slo), 0);
   // Impossible objective: service alone too slow.
-  slo.latency = 0.05;
+  slo.latency_s = 0.05;
   EXPECT_THROW(min_replicas_for_slo(10.0, 0.1, 10, slo), kubetune::StateError);
   EXPECT_THROW(min_replicas_for_slo(10.0, 0.1, 0, slo), kubetune::InvalidArgument);
   LatencySlo bad{0.5, 1.5, true, 1.0};

@@ -15,7 +15,7 @@ TEST(Trace, Generators) {
   ASSERT_EQ(t.rate.size(), 15u);
   EXPECT_EQ(t.rate[9], 5.0);
   EXPECT_EQ(t.rate[10], 50.0);
-  EXPECT_DOUBLE_EQ(t.duration(), 15.0);
+  EXPECT_DOUBLE_EQ(t.duration_s(), 15.0);
   t = trace_spike(1.0, 9.0, 4, 2, 10);
   EXPECT_EQ(t.rate, (std::vector<double>{1, 1, 1, 1, 9, 9, 1, 1, 1, 1}));
   t = trace_diurnal(100, 50, 100, 100);
@@ -32,7 +32,7 @@ TEST(Trace, Generators) {
   }
   t = trace_from_csv(path);
   EXPECT_EQ(t.rate, (std::vector<double>{3, 4, 5}));
-  EXPECT_DOUBLE_EQ(t.dt, 2.0);
+  EXPECT_DOUBLE_EQ(t.dt_s, 2.0);
   std::remove(path.c_str());
   EXPECT_THROW(trace_from_csv("/nonexistent/kt.csv"), kubetune::IoError);
 }
@@ -40,7 +40,7 @@ TEST(Trace, Generators) {
 TEST(Simulate, SloSizingHoldsTheObjectiveUnderConstantLoad) {
   SimConfig c;
   c.policy = SimPolicy::kSlo;
-  c.service_time = 0.1;
+  c.service_time_s = 0.1;
   c.container_concurrency = 10;
   c.initial_replicas = 3;
   const Trace t = trace_steps({{300, 200.0}});
@@ -58,10 +58,10 @@ TEST(Simulate, SloSizingHoldsTheObjectiveUnderConstantLoad) {
 TEST(Simulate, KpaScalesUpToZeroAndBackWithColdStart) {
   SimConfig c;
   c.policy = SimPolicy::kKpa;
-  c.service_time = 0.1;
+  c.service_time_s = 0.1;
   c.container_concurrency = 10;  // target 7 in-flight per pod
   c.kpa_revision.container_concurrency = 10;
-  c.pod_startup_delay = 5;
+  c.pod_startup_delay_s = 5;
   // 100 req/s for 2 minutes (10 in flight -> 2 pods), silence for 3 minutes, then traffic again.
   const Trace t = trace_steps({{120, 100.0}, {180, 0.0}, {60, 100.0}});
   const SimResult r = simulate(t, c);
@@ -76,7 +76,7 @@ TEST(Simulate, KpaScalesUpToZeroAndBackWithColdStart) {
 TEST(Simulate, HpaKeepsAtLeastOneAndFollowsLoad) {
   SimConfig c;
   c.policy = SimPolicy::kHpa;
-  c.service_time = 0.1;
+  c.service_time_s = 0.1;
   c.container_concurrency = 10;
   c.hpa.min_replicas = 1;
   c.hpa.max_replicas = 50;
@@ -90,14 +90,14 @@ TEST(Simulate, HpaKeepsAtLeastOneAndFollowsLoad) {
   bad.hpa.min_replicas = 0;
   EXPECT_THROW(simulate(t, bad), kubetune::InvalidArgument);
   bad = c;
-  bad.service_time = 0;
+  bad.service_time_s = 0;
   EXPECT_THROW(simulate(t, bad), kubetune::InvalidArgument);
 }
 
 TEST(Simulate, HeadroomTradesPodSecondsForViolations) {
   SimConfig slo;
   slo.policy = SimPolicy::kSlo;
-  slo.pod_startup_delay = 0;
+  slo.pod_startup_delay_s = 0;
   const Trace t = trace_diurnal(300, 200, 600, 600);
   const SimResult a = simulate(t, slo);
   slo.slo_headroom = 1.3;
@@ -114,14 +114,14 @@ TEST(Simulate, HeadroomTradesPodSecondsForViolations) {
 TEST(Simulate, ConfigJsonRoundTrip) {
   SimConfig c;
   c.policy = SimPolicy::kHpa;
-  c.slo.latency = 0.3;
-  c.kpa.stable_window = 30;
+  c.slo.latency_s = 0.3;
+  c.kpa.stable_window_s = 30;
   c.hpa.behavior = HpaBehavior{};
   const SimConfig back = sim_config_from_json(sim_config_to_json(c));
   EXPECT_EQ(sim_config_to_json(back), sim_config_to_json(c));
   EXPECT_THROW(sim_config_from_json(R"({"policy": "vpa"})"), kubetune::InvalidArgument);
   EXPECT_THROW(sim_config_from_json(R"({"bogus": 1})"), kubetune::InvalidArgument);
-  EXPECT_THROW(sim_config_from_json(R"({"kpa": {"stable_window": 1}})"), kubetune::InvalidArgument);
+  EXPECT_THROW(sim_config_from_json(R"({"kpa": {"stable_window_s": 1}})"), kubetune::InvalidArgument);
   const SimResult r = simulate(trace_steps({{20, 5.0}}), back);
   EXPECT_NE(sim_result_to_json(r).find("\"pod_seconds\""), std::string::npos);
 }

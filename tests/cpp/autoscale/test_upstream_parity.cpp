@@ -30,10 +30,10 @@ DeciderSpec delay_spec(bool reachable, double delay) {
   s.max_scale_down_rate = 10;
   s.max_scale_up_rate = 10;
   s.panic_threshold = 100;
-  s.scale_down_delay = delay;
+  s.scale_down_delay_s = delay;
   s.reachable = reachable;
   s.total_value = 0;
-  s.stable_window = 0;
+  s.stable_window_s = 0;
   s.target_burst_capacity = 0;
   return s;
 }
@@ -55,8 +55,8 @@ void expect_steps(KpaDecider& d, const std::vector<DecideStep>& steps, const cha
 // knative kpa_test.go constants used by scaler_test.go: stable window 5 min, grace period 60 s.
 KpaConfig scaler_test_config() {
   KpaConfig c;
-  c.stable_window = 300;
-  c.scale_to_zero_grace_period = 60;
+  c.stable_window_s = 300;
+  c.scale_to_zero_grace_period_s = 60;
   return c;
 }
 
@@ -76,13 +76,11 @@ TEST(UpstreamParity, PanicWindowRoundedToWholeSeconds) {
   };
   for (const PanicWindowRow& row : rows) {
     KpaRevision rev;
-    rev.window = row.window;
-    rev.panic_window_percentage = row.percentage;
+    rev.window_s = row.window;
+    rev.panic_window_percent = row.percentage;
     const KpaConfig cfg;
-    EXPECT_EQ(make_decider_spec(cfg, rev).panic_window, row.want) << row.upstream;
-    const KpaMetricCollector col(rev.window.value_or(cfg.stable_window),
-                                 rev.panic_window_percentage.value_or(cfg.panic_window_percentage));
-    EXPECT_EQ(col.panic_window(), row.want) << row.upstream;
+    EXPECT_EQ(make_decider_spec(cfg, rev).panic_window_s, row.want) << row.upstream;
+    EXPECT_EQ(KpaAutoscaler(cfg, rev).collector().panic_window_s(), row.want) << row.upstream;
   }
 }
 
@@ -123,7 +121,7 @@ TEST(UpstreamParity, DeciderSpecAcceptsZeroTotalAndStableWindow) {
 
 TEST(UpstreamParity, DefaultActivationTimeout) {
   // pkg/deployment/config.go ProgressDeadlineDefault (600 s) + kpa/scaler.go activationTimeoutBuffer (30 s).
-  EXPECT_EQ(KpaConfig{}.activation_timeout, 630.0);
+  EXPECT_EQ(KpaConfig{}.activation_timeout_s, 630.0);
 }
 
 TEST(UpstreamParity, UnreachableRevisionsSkipRetentionAndInitialScale) {
@@ -151,7 +149,7 @@ TEST(UpstreamParity, UnreachableRevisionsSkipRetentionAndInitialScale) {
     rev.reachable = row.reachable;
     rev.min_scale = row.min_scale;
     KpaConfig cfg = scaler_test_config();
-    cfg.scale_to_zero_pod_retention_period = row.retention;
+    cfg.scale_to_zero_pod_retention_period_s = row.retention;
     KpaScaler sc(cfg, rev, 0.0, 1);
     sc.reconcile(0, kOne, 1);                        // active at 0
     const ScalerStep off = sc.reconcile(300, kZero, 1);  // active a whole stable window: inactive at 300
@@ -232,18 +230,18 @@ struct ActionRow {
 TEST(UpstreamParity, ScalerRequeueAndProbeActions) {
   const KpaConfig cfg = scaler_test_config();
   KpaRevision window45;  // paStableWindow
-  window45.window = 45;
+  window45.window_s = 45;
   const ScaleResult short_burst{1, -1, 2, true, false};  // negative excess burst capacity: SKS to proxy mode
   const auto with_retention = [&](double cm, std::optional<double> pa) {
     KpaConfig c = cfg;
-    c.scale_to_zero_pod_retention_period = cm;
+    c.scale_to_zero_pod_retention_period_s = cm;
     KpaRevision r;
-    r.scale_to_zero_pod_retention_period = pa;
+    r.scale_to_zero_pod_retention_period_s = pa;
     return inactive_at_300(c, r).reconcile(360, kZero, 1);
   };
   const auto proxy_long = [&](double retention) {
     KpaConfig c = cfg;
-    c.scale_to_zero_pod_retention_period = retention;
+    c.scale_to_zero_pod_retention_period_s = retention;
     KpaScaler sc = active_at_zero(c);
     sc.reconcile(240, short_burst, 1);  // SKS proxying from 240, a minute before the PA goes inactive
     sc.reconcile(300, kZero, 1);
@@ -273,6 +271,11 @@ TEST(UpstreamParity, ScalerRequeueAndProbeActions) {
     return sc.reconcile(0, kZero, 0, true);
   };
   const auto activating_for = [&](double t) { return KpaScaler(cfg, {}, 0.0, 1).reconcile(t, kZero, 0); };
+  KpaRevision deadline5;  // serving.knative.dev/progress-deadline: "5s"
+  deadline5.progress_deadline_s = 5;
+  const auto revision_activating_for = [&](double t) {
+    return KpaScaler(cfg, deadline5, 0.0, 1).reconcile(t, kZero, 0);
+  };
 
   const char* f = "kpa/scaler_test.go:TestScaler/";
   const std::vector<ActionRow> rows = {
@@ -315,6 +318,9 @@ TEST(UpstreamParity, ScalerRequeueAndProbeActions) {
       {"waits to scale to zero while activating until after deadline exceeded", activating_for(315), -1, false, 630,
        false},
       {"scale to zero while activating after deadline exceeded", activating_for(631), 0, true, -1, false},
+      // customActivationTimeout (5 s) + activationTimeoutBuffer (30 s) + 1 s.
+      {"scale to zero while activating after revision deadline exceeded", revision_activating_for(36), 0, true, -1,
+       false},
       {"initial scale attained, but now time to scale down", initial_attained(), 1, true, 180, false},
       {"reaching initial scale zero", initial_zero(), 0, false, 60, false},
   };
@@ -329,4 +335,43 @@ TEST(UpstreamParity, ScalerRequeueAndProbeActions) {
   EXPECT_EQ(up.replicas, 10);
   EXPECT_EQ(up.requeue_after_s, -1.0);
   EXPECT_FALSE(up.probe_activator);
+}
+
+// The per-revision progress deadline (kpa/scaler.go handleScaleToZero: pa.ProgressDeadline() + activationTimeoutBuffer)
+// and the TimedOut reason of kpa.go computeActiveCondition.
+TEST(UpstreamParity, RevisionProgressDeadline) {
+  const KpaConfig cfg = scaler_test_config();
+  KpaRevision rev;
+  rev.progress_deadline_s = 5;
+  KpaScaler sc(cfg, rev, 0.0, 1);
+  EXPECT_EQ(sc.activation_timeout_s(), 35.0);
+  EXPECT_EQ(KpaScaler(cfg, {}, 0.0, 1).activation_timeout_s(), 630.0);
+  // Before the revision's deadline: nothing applied, look again after the whole (per-revision) timeout.
+  ScalerStep st = sc.reconcile(20, kZero, 0);
+  EXPECT_EQ(st.want, -1);
+  EXPECT_FALSE(st.applied);
+  EXPECT_EQ(st.requeue_after_s, 35.0);
+  EXPECT_EQ(st.state, PaState::kActivating);
+  EXPECT_STREQ(st.reason, "Queued");
+  EXPECT_FALSE(sc.reconcile(35, kZero, 0).applied);  // exactly the timeout: CanFailActivation is strict
+  // kpa/kpa_test.go:TestReconcile/activation failure: scaled to 0, Active=False with TimedOut.
+  st = sc.reconcile(36, kZero, 0);
+  EXPECT_TRUE(st.applied);
+  EXPECT_EQ(st.replicas, 0);
+  EXPECT_EQ(st.state, PaState::kInactive);
+  EXPECT_STREQ(st.reason, "TimedOut");
+  EXPECT_STREQ(sc.state_reason(), "TimedOut");
+  EXPECT_EQ(sc.state_since(), 36.0);
+  // The next reconcile at zero marks it NoTraffic (MarkInactive again), without a new transition.
+  st = sc.reconcile(40, kZero, 0);
+  EXPECT_STREQ(st.reason, "NoTraffic");
+  EXPECT_EQ(sc.state_since(), 36.0);
+  // An active PA that goes to zero is NoTraffic, never TimedOut.
+  KpaScaler active = active_at_zero(cfg, rev);
+  EXPECT_STREQ(active.state_reason(), "");
+  EXPECT_STREQ(active.reconcile(300, kZero, 1).reason, "NoTraffic");
+  // The annotation round-trips through JSON and is validated.
+  EXPECT_EQ(KpaRevision::from_json(rev.to_json()).progress_deadline_s, 5.0);
+  rev.progress_deadline_s = 0;
+  EXPECT_THROW(rev.validate(), kubetune::InvalidArgument);
 }

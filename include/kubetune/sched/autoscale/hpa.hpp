@@ -35,14 +35,14 @@ struct HpaPod {
   bool has_metric = true;
   std::int64_t metric = 0;  // metric value (milli)
   double metric_timestamp = 0.0;
-  double metric_window = 30.0;  // metrics-server window
+  double metric_window_s = 30.0;  // metrics-server window
   std::int64_t request = 0;     // resource request (milli); used for utilisation targets
 };
 
 /// Controller flags that shape the calculation (kube-controller-manager defaults).
 struct ReplicaCalcConfig {
-  double cpu_initialization_period = 300.0;         // --horizontal-pod-autoscaler-cpu-initialization-period
-  double delay_of_initial_readiness_status = 30.0;  // --horizontal-pod-autoscaler-initial-readiness-delay
+  double cpu_initialization_period_s = 300.0;         // --horizontal-pod-autoscaler-cpu-initialization-period
+  double delay_of_initial_readiness_status_s = 30.0;  // --horizontal-pod-autoscaler-initial-readiness-delay
 };
 
 /// One metric's proposal. `valid == false` carries upstream's error text (e.g. no metrics for ready pods).
@@ -59,8 +59,9 @@ struct ReplicaResult {
 /// the CPU initialisation period without a full metric window since readiness) and failed/deleted pods are
 /// set aside; missing metrics count as 100 % (or the target if higher) on scale-down and 0 on scale-up,
 /// unready pods as 0 on scale-up; no scaling if the adjusted ratio is in tolerance or flips direction.
-ReplicaResult resource_utilization_replicas(double now, std::int32_t current_replicas, std::int32_t target_utilization,
-                                            const std::vector<HpaPod>& pods, bool is_cpu = true,
+ReplicaResult resource_utilization_replicas(double now, std::int32_t current_replicas,
+                                            std::int32_t target_utilization_percent, const std::vector<HpaPod>& pods,
+                                            bool is_cpu = true,
                                             const Tolerances& tol = {}, const ReplicaCalcConfig& cfg = {});
 /// Resource metric with an averageValue target (GetRawResourceReplicas -> calcPlainMetricReplicas).
 ReplicaResult resource_average_value_replicas(double now, std::int32_t current_replicas, std::int64_t target_average,
@@ -89,21 +90,22 @@ std::int32_t ready_pod_count(const std::vector<HpaPod>& pods);
 enum class PolicyType { kPods, kPercent };
 enum class SelectPolicy { kMax, kMin, kDisabled };
 
-/// HPAScalingPolicy: change at most `value` pods / percent within `period_seconds`.
+/// HPAScalingPolicy: change at most `value` pods / percent within `period_s`.
 struct ScalingPolicy {
   PolicyType type = PolicyType::kPods;
   std::int32_t value = 4;
-  std::int32_t period_seconds = 15;
+  double period_s = 15.0;  // periodSeconds (whole seconds, as upstream's int32)
 };
 
 /// HPAScalingRules. An unset stabilisation window takes the default (scale-up 0 s; scale-down the controller's
 /// --horizontal-pod-autoscaler-downscale-stabilization, 300 s).
 struct ScalingRules {
-  std::optional<std::int32_t> stabilization_window_seconds;
+  std::optional<double> stabilization_window_s;  // stabilizationWindowSeconds (whole seconds)
   SelectPolicy select_policy = SelectPolicy::kMax;
   std::vector<ScalingPolicy> policies;
   std::optional<double> tolerance;
-  /// Validation of pkg/apis/autoscaling/validation (window [0, 3600], period (0, 1800], value > 0).
+  /// Validation of pkg/apis/autoscaling/validation (window [0, 3600], period (0, 1800], value > 0); the durations
+  /// must be whole seconds, since upstream's fields are int32 seconds.
   void validate(const char* which) const;
 };
 
@@ -126,10 +128,13 @@ struct HpaSpec {
 };
 
 struct HpaControllerConfig {
-  double downscale_stabilization_window = 300.0;
+  double downscale_stabilization_window_s = 300.0;
   double tolerance = 0.1;
-  double sync_period = 15.0;
+  double sync_period_s = 15.0;
   void validate() const;
+  /// snake_case keys as the fields (the deprecated names accepted, see units.hpp); unknown keys are an error.
+  std::string to_json() const;
+  static HpaControllerConfig from_json(const std::string& json);
 };
 
 /// HorizontalPodAutoscalerCondition types (autoscaling/v2).

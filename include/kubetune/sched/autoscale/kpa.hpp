@@ -33,15 +33,19 @@ inline constexpr double kTickIntervalSeconds = 2.0;
 inline constexpr std::int32_t kMinActivators = 2;
 /// Activation timeout = progress deadline (pkg/deployment/config.go ProgressDeadlineDefault, 600 s) + the
 /// activationTimeoutBuffer of pkg/reconciler/autoscaling/kpa/scaler.go (30 s).
-inline constexpr double kDefaultActivationTimeoutSeconds = 630.0;
+inline constexpr double kProgressDeadlineDefaultSeconds = 600.0;
+inline constexpr double kActivationTimeoutBufferSeconds = 30.0;
+inline constexpr double kDefaultActivationTimeoutSeconds =
+    kProgressDeadlineDefaultSeconds + kActivationTimeoutBufferSeconds;
 /// Re-enqueue delay of an active PA that may deactivate while the SKS is already in proxy mode
 /// (pkg/reconciler/autoscaling/kpa/scaler.go handleScaleToZero: 3 s, "long enough to ensure current iteration
 /// is finished").
 inline constexpr double kProxyModeRequeueSeconds = 3.0;
 
 /// Cluster-wide autoscaler settings (ConfigMap `config-autoscaler`), defaults as in Knative Serving 1.x
-/// (pkg/autoscaler/config/config.go). Durations in seconds; fractions, not percentages, where upstream stores
-/// fractions. `validate()` applies upstream's validation rules and names the key and value on failure.
+/// (pkg/autoscaler/config/config.go). Names follow the unit rule of units.hpp: durations `_s` (seconds),
+/// `_percent` where upstream's key is a percentage, fractions otherwise. `validate()` applies upstream's
+/// validation rules and names the key and value on failure.
 struct KpaConfig {
   bool enable_scale_to_zero = true;
   double container_concurrency_target_fraction = 0.7;  // container-concurrency-target-percentage (70)
@@ -51,19 +55,20 @@ struct KpaConfig {
   double target_burst_capacity = 211.0;  // -1 = unlimited (activator always in path), 0 = never
   double max_scale_up_rate = 1000.0;
   double max_scale_down_rate = 2.0;
-  double stable_window = 60.0;
-  double panic_window_percentage = 10.0;
-  double panic_threshold_percentage = 200.0;
+  double stable_window_s = 60.0;
+  double panic_window_percent = 10.0;
+  double panic_threshold_percent = 200.0;
   double activator_capacity = 100.0;
-  double scale_to_zero_grace_period = 30.0;
-  double scale_to_zero_pod_retention_period = 0.0;
-  double scale_down_delay = 0.0;
+  double scale_to_zero_grace_period_s = 30.0;
+  double scale_to_zero_pod_retention_period_s = 0.0;
+  double scale_down_delay_s = 0.0;
   std::int32_t initial_scale = 1;
   bool allow_zero_initial_scale = false;
   std::int32_t min_scale = 0;
   std::int32_t max_scale = 0;  // 0 = unbounded
   std::int32_t max_scale_limit = 0;
-  double activation_timeout = kDefaultActivationTimeoutSeconds;
+  /// config-deployment's progress-deadline + 30 s buffer; a revision's own progress deadline replaces it.
+  double activation_timeout_s = kDefaultActivationTimeoutSeconds;
 
   /// Throws InvalidArgument naming the offending key when a rule of upstream's validate() fails.
   void validate() const;
@@ -81,18 +86,21 @@ struct KpaRevision {
   Aggregation aggregation = Aggregation::kLinear;
   std::int32_t container_concurrency = 0;  // 0 = unlimited
   std::optional<double> target;            // autoscaling.knative.dev/target
-  std::optional<double> target_utilization_percentage;
+  std::optional<double> target_utilization_percent;
   std::optional<double> target_burst_capacity;
-  std::optional<double> window;  // stable window
-  std::optional<double> panic_window_percentage;
-  std::optional<double> panic_threshold_percentage;
-  std::optional<double> scale_down_delay;
-  std::optional<double> scale_to_zero_pod_retention_period;
+  std::optional<double> window_s;  // stable window (annotation autoscaling.knative.dev/window)
+  std::optional<double> panic_window_percent;
+  std::optional<double> panic_threshold_percent;
+  std::optional<double> scale_down_delay_s;
+  std::optional<double> scale_to_zero_pod_retention_period_s;
   std::optional<std::int32_t> initial_scale;
   std::optional<std::int32_t> min_scale;
   std::optional<std::int32_t> max_scale;
   std::int32_t activation_scale = 1;
   bool reachable = true;
+  /// Annotation serving.knative.dev/progress-deadline: the activation timeout becomes this + 30 s
+  /// (PodAutoscaler.ProgressDeadline in kpa/scaler.go handleScaleToZero).
+  std::optional<double> progress_deadline_s;
 
   /// Annotation validation (ranges as in pkg/apis/autoscaling/annotation_validation.go).
   void validate() const;
@@ -109,9 +117,9 @@ struct DeciderSpec {
   double total_value = 100.0;  // per-pod capacity of the metric
   double target_burst_capacity = 211.0;
   double panic_threshold = 2.0;  // fraction: 200 % -> 2.0
-  double stable_window = 60.0;
-  double panic_window = 6.0;
-  double scale_down_delay = 0.0;
+  double stable_window_s = 60.0;
+  double panic_window_s = 6.0;
+  double scale_down_delay_s = 0.0;
   std::int32_t initial_scale = 1;
   bool reachable = true;
   double activator_capacity = 100.0;
@@ -129,8 +137,8 @@ MetricTarget resolve_metric_target(const KpaConfig& config, const KpaRevision& r
 /// Initial scale: revision value unless it is 0 and zero initial scale is not allowed (GetInitialScale).
 std::int32_t resolve_initial_scale(const KpaConfig& config, const KpaRevision& revision);
 /// Panic window in seconds: stable window * percentage / 100 rounded to whole seconds, at least one bucket
-/// (pkg/reconciler/autoscaling/resources/metric.go MakeMetric).
-double resolve_panic_window(double stable_window, double panic_window_percentage);
+/// (pkg/reconciler/autoscaling/resources/metric.go MakeMetric). The percentage must lie in (0, 100].
+double resolve_panic_window(double stable_window_s, double panic_window_percent);
 DeciderSpec make_decider_spec(const KpaConfig& config, const KpaRevision& revision);
 
 /// One decision. `scale_valid == false` means "no data": the scaler must not act on desired_pod_count.
@@ -212,16 +220,16 @@ class KpaMetricCollector {
     double panic = 0.0;
     bool has_data = false;  // false: nothing recorded in the last stable window (upstream ErrNoData)
   };
-  /// panic window = resolve_panic_window(stable window, percentage), as upstream's MakeMetric.
-  KpaMetricCollector(double stable_window, double panic_window_percentage = 10.0,
-                     Aggregation aggregation = Aggregation::kLinear);
+  /// Both windows in seconds, as the other windows take them; upstream's MakeMetric derives the panic window
+  /// from the percentage annotation with resolve_panic_window. Requires 1 s <= panic window <= stable window.
+  KpaMetricCollector(double stable_window_s, double panic_window_s, Aggregation aggregation = Aggregation::kLinear);
   void record(const Stat& stat);
   Observed concurrency(double now) const;
   Observed rps(double now) const;
   Observed observe(ScalingMetric metric, double now) const {
     return metric == ScalingMetric::kRps ? rps(now) : concurrency(now);
   }
-  double panic_window() const { return conc_panic_.window(); }
+  double panic_window_s() const { return conc_panic_.window_s(); }
 
  private:
   Observed read(const WeightedBucketWindow& s, const WeightedBucketWindow& p, double now) const;
@@ -239,6 +247,9 @@ struct ScalerStep {
   std::int32_t replicas = 0;    // deployment replicas after this step
   bool proxy_mode = false;      // activator in the request path (SKS proxy mode)
   PaState state = PaState::kActivating;
+  /// Reason of the Active condition (upstream's strings): "Queued" while activating, "NoTraffic" when inactive,
+  /// "TimedOut" when an activation did not reach ready within the activation timeout, "" when active.
+  const char* reason = "";
   /// Reconcile this PA again after this many seconds (upstream's enqueueCB); -1 = no re-enqueue asked.
   double requeue_after_s = -1.0;
   /// Start the asynchronous activator probe (upstream probeManager.Offer): the PA is inactive and the activator
@@ -249,8 +260,10 @@ struct ScalerStep {
 /// The KPA reconciler's scaling half (pkg/reconciler/autoscaling/kpa scaler.go + kpa.go), as a state
 /// machine with explicit time: applies min/max scale and initial scale, gates scale-to-zero (active for a
 /// stable window -> inactive -> activator in path for the grace period and past the pod retention period),
-/// times out stuck activations, tracks the PA's Active condition and the SKS mode, and returns upstream's
-/// re-enqueue and activator-probe actions. Unless the caller passes its result, the activator probe is modelled
+/// times out stuck activations (after the revision's progress deadline + 30 s, else the config's activation
+/// timeout; the PA then goes inactive with reason TimedOut, as kpa.go computeActiveCondition), tracks the PA's
+/// Active condition with its reason and the SKS mode, and returns upstream's re-enqueue and activator-probe
+/// actions. Unless the caller passes its result, the activator probe is modelled
 /// as "SKS has been in proxy mode" (always true with TBC = -1).
 class KpaScaler {
  public:
@@ -263,7 +276,10 @@ class KpaScaler {
                        std::optional<bool> activator_probe = std::nullopt);
 
   PaState state() const { return state_; }
+  const char* state_reason() const { return reason_; }
   double state_since() const { return state_since_; }
+  /// The activation timeout in force: the revision's progress deadline + 30 s, else the config's.
+  double activation_timeout_s() const { return activation_timeout_s_; }
   bool scale_target_initialized() const { return initialized_; }
   std::int32_t replicas() const { return replicas_; }
   bool proxy_mode() const { return proxy_; }
@@ -274,13 +290,14 @@ class KpaScaler {
   ScalerStep handle_scale_to_zero(double now, std::int32_t desired, std::optional<bool> activator_probe) const;
   ScalerStep handle_inactive(double now, double in_state, std::optional<bool> activator_probe, ScalerStep r) const;
   std::int32_t active_threshold() const;
-  void set_state(PaState s, double now);
+  void set_state(PaState s, const char* reason, double now);
 
   KpaConfig cfg_;
   KpaRevision rev_;
-  double tbc_, stable_window_, retention_;
+  double tbc_, stable_window_, retention_, activation_timeout_s_;
   std::int32_t initial_scale_;
   PaState state_ = PaState::kActivating;
+  const char* reason_ = "";
   double state_since_;
   bool initialized_ = false;
   bool proxy_ = false;

@@ -12,33 +12,33 @@
 
 namespace kubetune::sched::autoscale {
 
-/// Request rate (requests / second) at steps of `dt` seconds.
+/// Request rate (requests / second) at steps of `dt_s` seconds.
 struct Trace {
-  double dt = 1.0;
+  double dt_s = 1.0;
   std::vector<double> rate;
-  double duration() const { return dt * static_cast<double>(rate.size()); }
+  double duration_s() const { return dt_s * static_cast<double>(rate.size()); }
 };
 
 /// Piecewise-constant trace from (duration seconds, rate) steps.
-Trace trace_steps(const std::vector<std::pair<double, double>>& steps, double dt = 1.0);
-/// `base` rate with one rectangular spike to `peak` from `start` for `length` seconds.
-Trace trace_spike(double base, double peak, double start, double length, double total, double dt = 1.0);
-/// mean + amplitude * sin(2 pi t / period - pi/2) (a day-like cycle starting at its low), clipped at 0,
+Trace trace_steps(const std::vector<std::pair<double, double>>& steps, double dt_s = 1.0);
+/// `base` rate with one rectangular spike to `peak` from time `start` for `length_s` seconds, `total_s` long.
+Trace trace_spike(double base, double peak, double start, double length_s, double total_s, double dt_s = 1.0);
+/// mean + amplitude * sin(2 pi t / period_s - pi/2) (a day-like cycle starting at its low), clipped at 0,
 /// with optional multiplicative Gaussian noise of relative size `noise` (seeded, deterministic).
-Trace trace_diurnal(double mean, double amplitude, double period, double total, double dt = 1.0, double noise = 0.0,
-                    std::uint64_t seed = 0);
+Trace trace_diurnal(double mean, double amplitude, double period_s, double total_s, double dt_s = 1.0,
+                    double noise = 0.0, std::uint64_t seed = 0);
 /// Reads a CSV: one numeric column of rates, or `time,rate` rows (header line optional; dt from the times).
 Trace trace_from_csv(const std::string& path);
 
 enum class SimPolicy { kKpa, kHpa, kSlo };
 
 /// Simulator settings. Each pod serves `container_concurrency` requests in parallel with exponential service
-/// of mean `service_time` (M/M/c per pod set); new pods become ready after `pod_startup_delay` seconds.
+/// of mean `service_time_s` (M/M/c per pod set); new pods become ready after `pod_startup_delay_s` seconds.
 struct SimConfig {
   SimPolicy policy = SimPolicy::kKpa;
-  double service_time = 0.1;
+  double service_time_s = 0.1;
   std::int32_t container_concurrency = 10;
-  double pod_startup_delay = 10.0;
+  double pod_startup_delay_s = 10.0;
   LatencySlo slo{0.5, 0.95, true, 1.0};  // used for violation counting and for SLO sizing
   std::int32_t initial_replicas = 1;
   // KPA
@@ -48,11 +48,11 @@ struct SimConfig {
   HpaSpec hpa{1, 100, std::nullopt};
   HpaControllerConfig hpa_controller;
   double hpa_target_utilization = 0.7;
-  double hpa_metric_window = 30.0;  // metrics averaged over this window (metrics-server resolution)
+  double hpa_metric_window_s = 30.0;  // metrics averaged over this window (metrics-server resolution)
   // SLO sizing: every interval, size (Erlang C) for the max rate seen over the lookback times headroom, plus
   // backlog / lookback (the rate that drains queued requests within one lookback).
-  double slo_interval = 5.0;
-  double slo_lookback = 30.0;
+  double slo_interval_s = 5.0;
+  double slo_lookback_s = 30.0;
   double slo_headroom = 1.0;
   std::int32_t slo_min_replicas = 1;
   std::int32_t max_replicas = 1000;

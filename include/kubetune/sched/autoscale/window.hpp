@@ -26,8 +26,8 @@ class BucketWindow {
   /// Changes the window length keeping the most recent buckets (Knative's ResizeWindow).
   void resize(double window_s, double now);
 
-  double window() const { return window_s_; }
-  double granularity() const { return gran_; }
+  double window_s() const { return window_s_; }
+  double granularity_s() const { return gran_; }
   std::size_t num_buckets() const { return buckets_.size(); }
 
  protected:
