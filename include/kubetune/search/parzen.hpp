@@ -63,6 +63,10 @@ class ParzenEstimator {
   void fit(const std::vector<ParzenDim>& dims, const double* observations, std::size_t n, const double* weights,
            const ParzenOptions& options, const std::size_t* order = nullptr);
 
+  /// fit() for observations stored column-major (obs[d * n + i]).
+  void fit_columns(const std::vector<ParzenDim>& dims, const double* observations, std::size_t n,
+                   const double* weights, const ParzenOptions& options, const std::size_t* order = nullptr);
+
   std::size_t n_dims() const noexcept { return dims_.size(); }
   /// Observations + the prior kernel.
   std::size_t n_kernels() const noexcept { return k_; }
@@ -91,9 +95,12 @@ class ParzenEstimator {
  private:
   void check_dims(const std::vector<ParzenDim>& dims) const;
   void fit_weights(std::size_t n, const double* weights, double prior_weight);
-  void fit_centres(std::size_t d, const double* obs, std::size_t n);
+  void fit_strided(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n, std::size_t row_step,
+                   std::size_t dim_step, const double* weights, const ParzenOptions& opt, const std::size_t* order);
+  void fit_centres(std::size_t d, const double* obs, std::size_t step, std::size_t n);
   void fit_widths(std::size_t d, std::size_t n, const ParzenOptions& opt, const std::size_t* order);
-  void fit_categorical(std::size_t d, const double* obs, std::size_t n, double prior_weight);
+  void fit_categorical(std::size_t d, const double* obs, std::size_t step, std::size_t n, double prior_weight);
+  bool is_stable_argsort(const double* v, std::size_t n, const std::size_t* order);
   void fit_constants(std::size_t d);
   static constexpr std::size_t kBlock = 8;  // points per vectorised pass
   void points_log_pdf(const double* x, std::size_t m, double* terms, double* pts, double* out) const;
@@ -116,7 +123,7 @@ class ParzenEstimator {
   std::vector<double> half_;     // per dimension: half a step (Discrete), 0 otherwise
   std::vector<char> kind_;       // per dimension: simd.hpp's kContinuous / kDiscrete / kCategorical
   std::vector<double> lz_;    // Discrete dimensions: log Z per kernel (exact bin masses of the survivors)
-  std::vector<double> sorted_;  // fit scratch: centres in sorted order
+  std::vector<double> sorted_, widths_;  // fit scratch: centres and widths in sorted order
   std::vector<std::size_t> order_;
   std::vector<std::pair<double, std::size_t>> pairs_;
 };

@@ -67,6 +67,18 @@ void ParzenEstimator::check_dims(const std::vector<ParzenDim>& dims) const {
 
 void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n,
                           const double* weights, const ParzenOptions& opt, const std::size_t* order) {
+  fit_strided(dims, obs, n, dims.size(), 1, weights, opt, order);
+}
+
+void ParzenEstimator::fit_columns(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n,
+                                  const double* weights, const ParzenOptions& opt, const std::size_t* order) {
+  fit_strided(dims, obs, n, 1, n, weights, opt, order);
+}
+
+// Observation i of dimension d at obs[i * row_step + d * dim_step].
+void ParzenEstimator::fit_strided(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n,
+                                  std::size_t row_step, std::size_t dim_step, const double* weights,
+                                  const ParzenOptions& opt, const std::size_t* order) {
   KT_CHECK(std::isfinite(opt.prior_weight) && opt.prior_weight > 0.0, InvalidArgument,
            "parzen: prior_weight = ", opt.prior_weight, " must be > 0");
   check_dims(dims);
@@ -88,14 +100,14 @@ void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs,
   has_discrete_ = false;
   for (std::size_t d = 0; d < D; ++d) {
     if (dims[d].kind == ParzenDim::Kind::Categorical) {
-      fit_categorical(d, obs, n, opt.prior_weight);
+      fit_categorical(d, obs + d * dim_step, row_step, n, opt.prior_weight);
       continue;
     }
     if (dims[d].kind == ParzenDim::Kind::Discrete) {
       has_discrete_ = true;
       kind_[d] = simd::kDiscrete;
     }
-    fit_centres(d, obs, n);
+    fit_centres(d, obs + d * dim_step, row_step, n);
     fit_widths(d, n, opt, order ? order + d * n : nullptr);
     fit_constants(d);
   }
@@ -118,7 +130,7 @@ void ParzenEstimator::fit_weights(std::size_t n, const double* weights, double p
   cum_w_.resize(k_);
   double run = 0.0;
   for (std::size_t k = 0; k < k_; ++k) {
-    w_[k] /= total;
+    w_[k] /= total;  // (a division, as Optuna's weights /= weights.sum())
     run += w_[k];
     cum_w_[k] = run;
   }
@@ -129,18 +141,20 @@ void ParzenEstimator::fit_weights(std::size_t n, const double* weights, double p
 }
 
 // Centres: the observations clamped to the (padded) support, then the prior's centre.
-void ParzenEstimator::fit_centres(std::size_t d, const double* obs, std::size_t n) {
+void ParzenEstimator::fit_centres(std::size_t d, const double* obs, std::size_t step, std::size_t n) {
   const ParzenDim& pd = dims_[d];
-  const std::size_t D = dims_.size();
   const double s = step_of(pd);
   const double lo = pd.low - 0.5 * s, hi = pd.high + 0.5 * s;
   double* mu = mu_.data() + d * stride_;
+  bool bad = false;
   for (std::size_t i = 0; i < n; ++i) {
-    const double v = obs[i * D + d];
-    KT_CHECK(std::isfinite(v), InvalidArgument, "parzen: observation ", i, " of dimension ", d, " = ", v,
-             " is not finite");
+    const double v = obs[i * step];
+    bad |= !(v - v == 0.0);  // NaN or infinite (a branch-free test, so the loop vectorises)
     mu[i] = std::clamp(v, lo, hi);
   }
+  for (std::size_t i = 0; bad && i < n; ++i)
+    KT_CHECK(std::isfinite(obs[i * step]), InvalidArgument, "parzen: observation ", i, " of dimension ", d, " = ",
+             obs[i * step], " is not finite");
   mu[n] = std::isnan(pd.prior_mu) ? 0.5 * (pd.low + pd.high) : pd.prior_mu;
 }
 
@@ -165,35 +179,44 @@ void ParzenEstimator::fit_widths(std::size_t d, std::size_t n, const ParzenOptio
     std::fill(sg, sg + n, clip(0.2 * std::pow(static_cast<double>(n), -1.0 / (dims + 4.0)) * width));
     return;
   }
-  // The caller's argsort if it is the stable one of the clamped centres, else one computed here.
   sorted_.resize(n);
-  double* v = sorted_.data();
-  bool valid = order != nullptr;
-  for (std::size_t j = 0; valid && j < n; ++j) {
-    valid = order[j] < n;
-    if (!valid) break;
-    v[j] = mu[order[j]];
-    valid = j == 0 || v[j - 1] < v[j] || (v[j - 1] == v[j] && order[j - 1] < order[j]);
-  }
-  if (!valid) {
+  // sorted_: the centres in sorted order, through the caller's order if it is the stable argsort.
+  if (!(order && is_stable_argsort(mu, n, order))) {
     pairs_.resize(n);
     for (std::size_t i = 0; i < n; ++i) pairs_[i] = {mu[i], i};
     std::sort(pairs_.begin(), pairs_.end());
     order_.resize(n);
     for (std::size_t j = 0; j < n; ++j) {
       order_[j] = pairs_[j].second;
-      v[j] = pairs_[j].first;
+      sorted_[j] = pairs_[j].first;
     }
     order = order_.data();
   }
+  const double* v = sorted_.data();
   if (n == 1) {
     sg[order[0]] = clip(std::max(v[0] - lo, hi - v[0]));
     return;
   }
+  // Interior widths in a branch-free pass (it vectorises), written back through the order.
+  widths_.resize(n);
+  double* w = widths_.data();
+  for (std::size_t j = 1; j + 1 < n; ++j) w[j] = clip(std::max(v[j] - v[j - 1], v[j + 1] - v[j]));
   const bool inner = !opt.consider_endpoints;
-  sg[order[0]] = clip(inner ? v[1] - v[0] : std::max(v[0] - lo, v[1] - v[0]));
-  for (std::size_t j = 1; j + 1 < n; ++j) sg[order[j]] = clip(std::max(v[j] - v[j - 1], v[j + 1] - v[j]));
-  sg[order[n - 1]] = clip(inner ? v[n - 1] - v[n - 2] : std::max(v[n - 1] - v[n - 2], hi - v[n - 1]));
+  w[0] = clip(inner ? v[1] - v[0] : std::max(v[0] - lo, v[1] - v[0]));
+  w[n - 1] = clip(inner ? v[n - 1] - v[n - 2] : std::max(v[n - 1] - v[n - 2], hi - v[n - 1]));
+  for (std::size_t j = 0; j < n; ++j) sg[order[j]] = w[j];
+}
+
+// Whether order is the stable argsort of v[0..n) (ascending, ties by index), in branch-free reductions; leaves
+// v in that order in sorted_.
+bool ParzenEstimator::is_stable_argsort(const double* v, std::size_t n, const std::size_t* order) {
+  bool bad = false;
+  for (std::size_t j = 0; j < n; ++j) bad |= order[j] >= n;
+  if (bad) return false;
+  double* s = sorted_.data();
+  for (std::size_t j = 0; j < n; ++j) s[j] = v[order[j]];
+  for (std::size_t j = 1; j < n; ++j) bad |= !(s[j - 1] < s[j] || (s[j - 1] == s[j] && order[j - 1] < order[j]));
+  return !bad;
 }
 
 // coef = 1 / (2 sigma^2); base += -log sigma - log sqrt(2 pi) - log Z (+ log step for a discrete dimension,
@@ -219,9 +242,9 @@ void ParzenEstimator::fit_constants(std::size_t d) {
 // Smoothed indicators (Optuna 4.x): prior_weight / n_kernels on every choice, +1 on the observed one, each row
 // normalised; the prior kernel is uniform. base_ gets the log mass of an unobserved choice, coef_ what
 // observing it adds.
-void ParzenEstimator::fit_categorical(std::size_t d, const double* obs, std::size_t n, double prior_weight) {
+void ParzenEstimator::fit_categorical(std::size_t d, const double* obs, std::size_t step, std::size_t n,
+                                      double prior_weight) {
   const ParzenDim& pd = dims_[d];
-  const std::size_t D = dims_.size();
   const double C = static_cast<double>(pd.n_choices);
   kind_[d] = simd::kCategorical;
   double* mu = mu_.data() + d * stride_;
@@ -229,7 +252,7 @@ void ParzenEstimator::fit_categorical(std::size_t d, const double* obs, std::siz
   const double a = prior_weight / static_cast<double>(k_);
   const double hit = std::log((a + 1.0) / (a * C + 1.0)), miss = std::log(a / (a * C + 1.0));
   for (std::size_t i = 0; i < n; ++i) {
-    const double c = obs[i * D + d];
+    const double c = obs[i * step];
     KT_CHECK(c >= 0.0 && c < C && c == std::floor(c), InvalidArgument, "parzen: observation ", i,
              " of categorical dimension ", d, " = ", c, " is not an index below ", pd.n_choices);
     mu[i] = c;

@@ -106,9 +106,34 @@ using detail::Gather;
 using detail::GroupState;
 using detail::TPEWorkspace;
 
-// Rows of group g from trials `idx` (where its first parameter is active) plus, with_batch, the in-batch
-// liars; recency weights; with want_order, every numeric dimension's stable argsort over those rows, read
-// off the history's sorted lists (the estimator then does not sort). Returns the row count.
+// The argsorts of gather(): rows of the history in its sorted order, then each liar after equal values (its
+// row is the largest). False when a numeric dimension of an active row is NaN (the estimator reports it).
+bool history_orders(const TPEWorkspace& ws, Gather& g, const tpe::Group& grp, std::size_t rows, std::size_t total) {
+  if (g.rowpos.size() < ws.split.mark.size()) g.rowpos.resize(ws.split.mark.size(), kNone);
+  for (std::size_t r = 0; r < rows; ++r) g.rowpos[g.act[r]] = r;
+  bool valid = true;
+  for (std::size_t q = 0; q < grp.params.size() && valid; ++q) {
+    if (grp.dims[q].kind == ParzenDim::Kind::Categorical) continue;
+    std::size_t* o = g.order.data() + q * total;
+    const double* v = g.obs.data() + q * total;
+    std::size_t cnt = 0;
+    for (const std::uint32_t t : ws.history.sorted(grp.params[q]))
+      if (g.rowpos[t] != kNone && cnt < rows) o[cnt++] = g.rowpos[t];
+    valid = cnt == rows;
+    for (std::size_t r = rows; valid && r < total; ++r) {
+      const double key = v[r] == 0.0 ? 0.0 : v[r];
+      std::size_t* it = std::upper_bound(o, o + r, key, [&](double a, std::size_t s) { return a < v[s]; });
+      std::copy_backward(it, o + r, o + r + 1);
+      *it = r;
+    }
+  }
+  for (std::size_t r = 0; r < rows; ++r) g.rowpos[g.act[r]] = kNone;
+  return valid;
+}
+
+// Rows of group g, column-major, from trials `idx` (where its first parameter is active) plus, with_batch, the
+// in-batch liars; recency weights into w; with want_order, every numeric dimension's stable argsort over those
+// rows, read off the history's sorted lists (the estimator then does not sort). Returns the row count.
 std::size_t gather(const TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, const tpe::Group& grp,
                    const std::vector<std::size_t>& idx, bool with_batch, bool want_order, std::vector<double>& w) {
   const std::size_t dg = grp.params.size(), first = grp.params[0], D = ws.model.pm.size();
@@ -117,44 +142,26 @@ std::size_t gather(const TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, cons
   for (std::size_t i : idx)
     if (!std::isnan(colf[i])) g.act.push_back(i);
   const std::size_t rows = g.act.size();
-  g.obs.resize(rows * dg);
+  std::size_t total = rows;
+  for (std::size_t b = 0; with_batch && b < ws.n_batch; ++b) total += !std::isnan(ws.batch[b * D + first]);
+  g.obs.resize(dg * total);
   for (std::size_t q = 0; q < dg; ++q) {
     const tpe::ParamModel& pm = ws.model.pm[grp.params[q]];
     const double* col = ws.history.column(grp.params[q]);
-    for (std::size_t r = 0; r < rows; ++r) g.obs[r * dg + q] = pm.to_model(col[g.act[r]]);
+    double* o = g.obs.data() + q * total;
+    for (std::size_t r = 0; r < rows; ++r) o[r] = pm.to_model(col[g.act[r]]);
+    for (std::size_t b = 0, r = rows; r < total; ++b) {
+      const double* x = ws.batch.data() + b * D;
+      if (!std::isnan(x[first])) o[r++] = pm.to_model(x[grp.params[q]]);
+    }
   }
-  for (std::size_t b = 0; with_batch && b < ws.n_batch; ++b) {
-    const double* x = ws.batch.data() + b * D;
-    if (std::isnan(x[first])) continue;
-    for (std::size_t p : grp.params) g.obs.push_back(ws.model.pm[p].to_model(x[p]));
-  }
-  const std::size_t total = g.obs.size() / dg;
   if (w.size() != total) {
     w.resize(total);
     tpe_recency_weights(total, cfg.n_flat_weights, w.data());
   }
-  g.order.clear();
-  if (!want_order) return total;
-  if (g.rowpos.size() < ws.split.mark.size()) g.rowpos.resize(ws.split.mark.size(), kNone);
-  for (std::size_t r = 0; r < rows; ++r) g.rowpos[g.act[r]] = r;
   g.order.resize(dg * total);
-  bool valid = true;
-  for (std::size_t q = 0; q < dg && valid; ++q) {
-    if (grp.dims[q].kind == ParzenDim::Kind::Categorical) continue;
-    std::size_t* o = g.order.data() + q * total;
-    std::size_t cnt = 0;
-    for (const std::uint32_t t : ws.history.sorted(grp.params[q]))
-      if (g.rowpos[t] != kNone && cnt < rows) o[cnt++] = g.rowpos[t];
-    valid = cnt == rows;  // else a NaN inside an active group: the estimator sorts (and reports it)
-    for (std::size_t r = rows; valid && r < total; ++r) {  // liars: after equal values (their row is largest)
-      const double v = g.obs[r * dg + q] == 0.0 ? 0.0 : g.obs[r * dg + q];
-      std::size_t* it = std::upper_bound(o, o + r, v, [&](double a, std::size_t s) { return a < g.obs[s * dg + q]; });
-      std::copy_backward(it, o + r, o + r + 1);
-      *it = r;
-    }
-  }
-  for (std::size_t r = 0; r < rows; ++r) g.rowpos[g.act[r]] = kNone;
-  if (!valid) g.order.clear();
+  if (want_order) want_order = history_orders(ws, g, grp, rows, total);
+  if (!want_order) g.order.clear();
   return total;
 }
 
@@ -164,13 +171,14 @@ void fit_group(TPEWorkspace& ws, const TPEConfig& cfg, const ParzenOptions& popt
   GroupState& st = ws.groups[gi];
   if (!st.below_fresh) {
     const std::size_t rows = gather(ws, cfg, g, grp, ws.split.below, false, false, g.w_below);
-    st.below.fit(grp.dims, g.obs.data(), rows, g.w_below.data(), popt);
+    st.below.fit_columns(grp.dims, g.obs.data(), rows, g.w_below.data(), popt);
     st.below_fresh = true;
   }
   if (st.above_version != ws.n_batch) {
     const bool want_order = popt.bandwidth == ParzenBandwidth::Neighbour;
     const std::size_t rows = gather(ws, cfg, g, grp, ws.split.above, cfg.constant_liar, want_order, g.w_above);
-    st.above.fit(grp.dims, g.obs.data(), rows, g.w_above.data(), popt, g.order.empty() ? nullptr : g.order.data());
+    st.above.fit_columns(grp.dims, g.obs.data(), rows, g.w_above.data(), popt,
+                         g.order.empty() ? nullptr : g.order.data());
     st.above_version = ws.n_batch;
   }
 }
@@ -261,6 +269,67 @@ std::unique_ptr<Searcher> TPE::from_json(const nlohmann::json& j) {
 
 nlohmann::json TPE::config() const { return cfg_.to_json(); }
 
+namespace {
+// Points already tried (and proposed in this ask), when exact repeats are possible.
+bool exhausted(const TPEWorkspace& ws) { return ws.model.cardinality != 0 && ws.seen.size() >= ws.model.cardinality; }
+
+// A random draw from the priors, avoiding points already tried while unseen ones remain.
+bool draw_random(TPEWorkspace& ws, const SearchSpace& space, Rng& rng, std::vector<double>& x) {
+  for (int tries = 0; tries < 64; ++tries) {
+    x = space.sample(rng);
+    if (!ws.model.dedupe || !ws.seen.count(tpe::hash_point(x))) return true;
+  }
+  return !exhausted(ws);
+}
+
+void keep(TPEWorkspace& ws, const TPEConfig& cfg, std::vector<double>&& x, std::vector<Suggestion>& out) {
+  if (ws.model.dedupe) ws.seen.insert(tpe::hash_point(x));
+  if (cfg.constant_liar) {
+    ws.batch.insert(ws.batch.end(), x.begin(), x.end());
+    ++ws.n_batch;
+  }
+  out.push_back({std::move(x), {}});
+}
+
+// Fit, draw, score and choose for the groups in `wave` (fits and scores on nt threads, draws in group order:
+// the same stream whatever the thread count).
+void propose_wave(TPEWorkspace& ws, const TPEConfig& cfg, const ParzenOptions& popt, const std::vector<std::size_t>& wave,
+                  int nt, std::vector<double>& x, Rng& rng, Rng& ref_rng) {
+  parallel_for(wave.size(), nt, [&](std::size_t w) {
+    std::size_t tid = 0;
+#ifdef _OPENMP
+    if (nt > 1) tid = static_cast<std::size_t>(omp_get_thread_num());
+#endif
+    fit_group(ws, cfg, popt, ws.gathers[tid], wave[w]);
+  });
+  for (std::size_t gi : wave) draw_candidates(ws, cfg, gi, rng, ref_rng);
+  const int inner = nt > 1 ? 1 : cfg.n_threads;  // one group: its scoring may use the threads
+  parallel_for(wave.size(), nt, [&](std::size_t w) { score_candidates(ws.groups[wave[w]], inner); });
+  for (std::size_t gi : wave) choose(ws, gi, x);
+}
+
+// One point. Unconditional spaces: every group is active, so all are proposed together (on several threads);
+// conditional ones group by group, each once its parents are chosen.
+void propose_point(TPEWorkspace& ws, const TPEConfig& cfg, const ParzenOptions& popt, const SearchSpace& space,
+                   std::vector<double>& x, Rng& rng) {
+  Rng ref_rng(cfg.multivariate && cfg.n_refine_candidates > 0 ? rng.next_u64() : 0);
+  const std::size_t G = ws.model.groups.size();
+  std::vector<std::size_t> wave;
+  if (ws.model.unconditional) {
+    for (std::size_t gi = 0; gi < G; ++gi) wave.push_back(gi);
+    const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(core::resolve_threads(cfg.n_threads)), G));
+    propose_wave(ws, cfg, popt, wave, nt, x, rng, ref_rng);
+  } else {
+    for (std::size_t gi = 0; gi < G; ++gi) {
+      if (!space.is_active(ws.model.groups[gi].params[0], x)) continue;
+      wave.assign(1, gi);
+      propose_wave(ws, cfg, popt, wave, 1, x, rng, ref_rng);
+    }
+  }
+  space.apply_conditions(x);
+}
+}  // namespace
+
 std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   TPEWorkspace& ws = *ws_;
   const SearchSpace& space = ctx.space;
@@ -276,81 +345,28 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   if (ws.model.dedupe)
     for (const Trial& t : ctx.trials)
       if (t.x.size() == D) ws.seen.insert(tpe::hash_point(t.x));
-  const std::uint64_t card = ws.model.cardinality;
-  auto exhausted = [&] { return card != 0 && ws.seen.size() >= card; };
-  // Random draws from the priors, avoiding points already tried while unseen ones remain.
-  auto draw_random = [&](std::vector<double>& x) -> bool {
-    for (int tries = 0; tries < 64; ++tries) {
-      x = space.sample(rng);
-      if (!ws.model.dedupe || !ws.seen.count(tpe::hash_point(x))) return true;
-    }
-    return !exhausted();
-  };
-  auto keep = [&](std::vector<double>&& x) {
-    if (ws.model.dedupe) ws.seen.insert(tpe::hash_point(x));
-    if (cfg_.constant_liar) {
-      ws.batch.insert(ws.batch.end(), x.begin(), x.end());
-      ++ws.n_batch;
-    }
-    out.push_back({std::move(x), {}});
-  };
-
   ws.batch.clear();
   ws.n_batch = 0;
-  out.reserve(n);
-  if (ws.split.n_finished < cfg_.n_startup_trials) {
-    for (std::size_t j = 0; j < n && !exhausted(); ++j) {
-      std::vector<double> x;
-      if (!draw_random(x)) break;
-      keep(std::move(x));
-    }
-    return out;
-  }
+  const bool startup = ws.split.n_finished < cfg_.n_startup_trials;
   const ParzenOptions popt = parzen_options(cfg_);
-  const std::size_t G = ws.model.groups.size();
-  ws.groups.resize(G);
+  ws.groups.resize(ws.model.groups.size());
   for (GroupState& st : ws.groups) {
     st.below_fresh = false;
     st.above_version = kNone;
   }
-  // Unconditional spaces: every group is active, so all are proposed together (groups on several threads,
-  // the draws in group order: the same stream whatever the thread count). Conditional ones: group by group,
-  // each once its parents are chosen.
-  const int threads = core::resolve_threads(cfg_.n_threads);
-  const int nt = ws.model.unconditional ? static_cast<int>(std::min<std::size_t>(threads, G)) : 1;
-  ws.gathers.resize(static_cast<std::size_t>(nt));
-  std::vector<std::size_t> wave;
-  auto propose = [&](std::vector<double>& x, Rng& ref_rng) {
-    parallel_for(wave.size(), nt, [&](std::size_t w) {
-      int tid = 0;
-#ifdef _OPENMP
-      tid = nt > 1 ? omp_get_thread_num() : 0;
-#endif
-      fit_group(ws, cfg_, popt, ws.gathers[static_cast<std::size_t>(tid)], wave[w]);
-    });
-    for (std::size_t gi : wave) draw_candidates(ws, cfg_, gi, rng, ref_rng);
-    parallel_for(wave.size(), nt, [&](std::size_t w) { score_candidates(ws.groups[wave[w]], nt > 1 ? 1 : threads); });
-    for (std::size_t gi : wave) choose(ws, gi, x);
-  };
-  for (std::size_t j = 0; j < n && !exhausted(); ++j) {
-    std::vector<double> x(D, kNaN);
-    Rng ref_rng(cfg_.multivariate && cfg_.n_refine_candidates > 0 ? rng.next_u64() : 0);
-    for (std::size_t gi = 0; gi < G; ++gi) {
-      if (ws.model.unconditional) {
-        wave.push_back(gi);
-        if (gi + 1 < G) continue;
-      } else if (!space.is_active(ws.model.groups[gi].params[0], x)) {
-        continue;
-      } else {
-        wave.push_back(gi);
-      }
-      propose(x, ref_rng);
-      wave.clear();
+  ws.gathers.resize(static_cast<std::size_t>(core::resolve_threads(cfg_.n_threads)));
+  out.reserve(n);
+  for (std::size_t j = 0; j < n && !exhausted(ws); ++j) {
+    std::vector<double> x;
+    if (startup) {
+      if (!draw_random(ws, space, rng, x)) break;
+    } else {
+      x.assign(D, kNaN);
+      propose_point(ws, cfg_, popt, space, x, rng);
+      // The model proposed a point already tried (small discrete spaces): take an unseen random one.
+      if (ws.model.dedupe && ws.seen.count(tpe::hash_point(x)) && !draw_random(ws, space, rng, x)) break;
     }
-    space.apply_conditions(x);
-    // The model proposed a point already tried (small discrete spaces): take an unseen random one.
-    if (ws.model.dedupe && ws.seen.count(tpe::hash_point(x)) && !draw_random(x)) break;
-    keep(std::move(x));
+    keep(ws, cfg_, std::move(x), out);
   }
   return out;
 }
