@@ -5,7 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <list>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -490,6 +492,44 @@ RequestView view_of(const nlohmann::json& request) {
   return v;
 }
 
+// Studies of recent experiments, kept between calls (Katib sends every trial each time): replace_trials() keeps
+// a study's searcher caches, which are memoisation only, so the answer is the one a fresh replay gives. The key
+// holds everything but the trials that an answer depends on; a study is taken out while a call uses it, so
+// concurrent calls on one experiment each get their own.
+class StudyCache {
+ public:
+  std::unique_ptr<Study> take(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+      if (it->first != key) continue;
+      std::unique_ptr<Study> s = std::move(it->second);
+      lru_.erase(it);
+      return s;
+    }
+    return nullptr;
+  }
+  void put(std::string key, std::unique_ptr<Study> s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lru_.emplace_front(std::move(key), std::move(s));
+    if (lru_.size() > kEntries) lru_.pop_back();
+  }
+
+ private:
+  static constexpr std::size_t kEntries = 8;  // at about 1 MB each for 5,000 trials of 10 parameters
+  std::mutex mu_;
+  std::list<std::pair<std::string, std::unique_ptr<Study>>> lru_;  // most recently used first
+};
+
+StudyCache& study_cache() {
+  static StudyCache cache;
+  return cache;
+}
+
+std::string study_key(const std::string& experiment, const Replayed& e, std::uint64_t seed) {
+  return experiment + '\n' + e.algorithm.config.dump() + '\n' + e.space.space.to_json().dump() + '\n' +
+         std::to_string(static_cast<int>(e.objective.direction)) + '\n' + std::to_string(seed);
+}
+
 }  // namespace
 
 nlohmann::json get_suggestions(const nlohmann::json& request) { return suggest(view_of(request)); }
@@ -515,9 +555,15 @@ nlohmann::json suggest(const RequestView& request) {
 
   const std::string& exp_name = str(request.experiment, "name", "experiment");
   std::uint64_t seed = e.algorithm.random_state.value_or(fnv1a64(exp_name));
-  auto study = Study::replay(e.space.space, std::move(e.searcher), {e.objective.direction}, seed, records,
-                             records.size());
+  const std::string key = study_key(exp_name, e, seed);
+  const std::size_t n_records = records.size();
+  std::unique_ptr<Study> study = study_cache().take(key);
+  if (study)
+    study->replace_trials(std::move(records), n_records);
+  else
+    study = Study::replay(e.space.space, std::move(e.searcher), {e.objective.direction}, seed, records, n_records);
   std::vector<Trial> asked = study->ask(static_cast<std::size_t>(count));
+  study_cache().put(key, std::move(study));
 
   json assignments = json::array();
   json state = json::array();
@@ -541,7 +587,11 @@ nlohmann::json suggest(const RequestView& request) {
   return {{"assignments", std::move(assignments)},
           {"state", std::move(state)},
           {"exhausted", short_reply && !running},
-          {"waiting", short_reply && running}};
+          {"waiting", short_reply && running},
+          {"algorithm", e.algorithm.name},
+          {"experiment", exp_name},
+          {"trials", n_records},
+          {"count", count}};
 }
 
 }  // namespace kubetune::katib

@@ -130,6 +130,43 @@ def test_get_suggestions_without_and_with_trials(server: Any, algorithm: str, se
     assert reply3 == reply2
 
 
+@pytest.mark.parametrize("algorithm,settings,parameters", ALGORITHMS, ids=[a for a, _, _ in ALGORITHMS])
+def test_cached_study_answers_as_a_fresh_replay(algorithm: str, settings: Dict[str, str], parameters: Any) -> None:
+    # The service keeps recent experiments' studies between calls (replace_trials keeps their searcher caches).
+    # The first request of an experiment is a fresh replay; after other calls on the same experiment (more
+    # trials, fewer trials) the same request must get the same answer from the cached study, over the wire
+    # path the gRPC server uses as over the message path.
+    svc = SuggestionService()
+    exp = experiment(algorithm, settings, parameters, name=f"cache-{algorithm}")
+
+    class Ctx:
+        code = None
+
+        def set_code(self, code: Any) -> None:
+            self.code = code
+
+        def set_details(self, details: str) -> None:
+            pass
+
+    def ask(trials: List[Any], count: int, wire: bool = False) -> List[List[Tuple[str, str]]]:
+        req = pb.GetSuggestionsRequest(experiment=exp, trials=trials, current_request_number=count)
+        ctx = Ctx()
+        reply = svc.GetSuggestionsWire(req.SerializeToString(), ctx) if wire else svc.GetSuggestions(req, ctx)
+        assert ctx.code is None
+        return [pairs(a) for a in reply.parameter_assignments]
+
+    first = ask([], 3)
+    done = [trial(f"t{i}", a, pb.TrialStatus.SUCCEEDED, str(loss_of(dict(a)))) for i, a in enumerate(first)]
+    mid = done[:2]
+    exp.name = f"cache-{algorithm}-fresh"  # no study cached under this name: a fresh replay
+    cold = ask(mid, 2)
+    ask(done, 1)  # the cached study moves on to three trials ...
+    assert ask(mid, 2) == cold  # ... and back
+    assert ask(mid, 2, wire=True) == cold
+    ask([], 3)
+    assert ask(mid, 2, wire=True) == cold
+
+
 def test_hyperband_state_rides_in_algorithm_settings(server: Any) -> None:
     params = [pb.ParameterSpec(name="x", parameter_type=pb.DOUBLE, feasible_space=pb.FeasibleSpace(min="0", max="1")),
               pb.ParameterSpec(name="epochs", parameter_type=pb.INT, feasible_space=pb.FeasibleSpace(min="1", max="9"))]

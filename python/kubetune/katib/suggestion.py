@@ -97,27 +97,41 @@ class SuggestionService(pb_grpc.SuggestionServicer):
     """
 
     def GetSuggestions(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)
-        algorithm = request.experiment.spec.algorithm.algorithm_name
-        count = request.current_request_number
-        try:
-            if algorithm == "darts":
-                from . import darts
+        return self._suggest(request.SerializeToString(), context, lambda: request)
 
-                # Katib's DARTS is one trial that runs the whole search: handed out once, then exhausted.
-                one = darts.darts_suggestions(request.experiment, request.trials, count)
-                return _reply({"assignments": one, "state": []}, algorithm)
-            # Thousands of trials: the C++ side reads the serialized message itself (as experiment_to_dict and
-            # trial_to_dict would convert it, without a Python object per field).
-            result = _native.get_suggestions_wire(request.SerializeToString())
+    def GetSuggestionsWire(self, blob: bytes, context: Any) -> Any:  # noqa: N802
+        """GetSuggestions on the serialized request, as the gRPC server receives it (``serve`` registers this
+        one: no Python message is built for thousands of trials)."""
+        return self._suggest(blob, context, lambda: pb.GetSuggestionsRequest.FromString(blob))
+
+    def _suggest(self, blob: bytes, context: Any, message: Callable[[], Any]) -> Any:
+        try:
+            # The C++ side reads the serialized message itself (as experiment_to_dict and trial_to_dict would
+            # convert it, without a Python object per field).
+            result = _native.get_suggestions_wire(blob)
         except (ValueError, KeyError, TypeError) as exc:
-            return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, _message(exc), pb.GetSuggestionsReply)
+            request = message()
+            if request.experiment.spec.algorithm.algorithm_name != "darts":
+                return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, _message(exc), pb.GetSuggestionsReply)
+            return self._darts(request, context)
         if result["waiting"]:
             return _fail(context, grpc.StatusCode.UNAVAILABLE,
-                         f"{algorithm}: {len(result['assignments'])} of {count} suggestions can be made until "
-                         "running trials finish (retry later)", pb.GetSuggestionsReply)
-        _log.info("experiment %s: %d trials -> %d suggestions (%s)", request.experiment.name,
-                  len(request.trials), len(result["assignments"]), algorithm)
-        return _reply(result, algorithm)
+                         f"{result['algorithm']}: {len(result['assignments'])} of {result['count']} suggestions can "
+                         "be made until running trials finish (retry later)", pb.GetSuggestionsReply)
+        _log.info("experiment %s: %d trials -> %d suggestions (%s)", result["experiment"], result["trials"],
+                  len(result["assignments"]), result["algorithm"])
+        return _reply(result, result["algorithm"])
+
+    @staticmethod
+    def _darts(request: Any, context: Any) -> Any:
+        from . import darts
+
+        # Katib's DARTS is one trial that runs the whole search: handed out once, then exhausted.
+        try:
+            one = darts.darts_suggestions(request.experiment, request.trials, request.current_request_number)
+        except (ValueError, KeyError, TypeError) as exc:
+            return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, _message(exc), pb.GetSuggestionsReply)
+        return _reply({"assignments": one, "state": []}, "darts")
 
     def ValidateAlgorithmSettings(self, request: Any, context: Any) -> Any:  # noqa: N802
         try:
