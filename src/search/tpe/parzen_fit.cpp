@@ -128,9 +128,10 @@ void ParzenEstimator::fit_weights(std::size_t n, const double* weights, double p
   w_[n] = n == 0 ? 1.0 : prior_weight;
   total += w_[n];
   cum_w_.resize(k_);
+  const double inv = 1.0 / total;  // (Optuna divides; the product differs by at most one unit in the last place)
   double run = 0.0;
   for (std::size_t k = 0; k < k_; ++k) {
-    w_[k] /= total;  // (a division, as Optuna's weights /= weights.sum())
+    w_[k] *= inv;
     run += w_[k];
     cum_w_[k] = run;
   }
