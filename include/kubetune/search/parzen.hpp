@@ -102,7 +102,7 @@ class ParzenEstimator {
   void fit_categorical(std::size_t d, const double* obs, std::size_t step, std::size_t n, double prior_weight);
   bool is_stable_argsort(const double* v, std::size_t n, const std::size_t* order);
   void fit_constants(std::size_t d);
-  static constexpr std::size_t kBlock = 8;  // points per vectorised pass
+  static constexpr std::size_t kBlock = 8;  // points per vectorised pass (simd.hpp)
   void points_log_pdf(const double* x, std::size_t m, double* terms, double* pts, double* out) const;
   double exact_discrete_terms(const double* x, double* terms) const;
   double exact_discrete_term(const double* x, std::size_t k, double bound) const;
@@ -120,10 +120,10 @@ class ParzenEstimator {
   // discrete: the same + log step, which with the nearest bin edge's distance bounds the bin's log mass;
   // categorical: the log mass of a choice the kernel did not observe).
   std::vector<double> base_;
-  std::vector<double> half_;     // per dimension: half a step (Discrete), 0 otherwise
-  std::vector<char> kind_;       // per dimension: simd.hpp's kContinuous / kDiscrete / kCategorical
-  std::vector<double> lz_;    // Discrete dimensions: log Z per kernel (exact bin masses of the survivors)
-  std::vector<double> sorted_, widths_;  // fit scratch: centres and widths in sorted order
+  std::vector<double> half_;  // per dimension: half a step (Discrete), 0 otherwise
+  std::vector<char> kind_;    // per dimension: simd.hpp's kContinuous / kDiscrete / kCategorical
+  // Fit scratch: log Z per kernel of a dimension; centres and widths in sorted order; argsort.
+  std::vector<double> lz_, sorted_, widths_;
   std::vector<std::size_t> order_;
   std::vector<std::pair<double, std::size_t>> pairs_;
 };

@@ -88,7 +88,7 @@ void ParzenEstimator::fit_strided(const std::vector<ParzenDim>& dims, const doub
   k_ = n + 1;
   stride_ = simd::padded(k_);
   // Every entry below k_ is written by the steps below; padding kernels get finite constants (base -inf).
-  for (auto [table, pad] : {std::pair{&mu_, 0.0}, {&sigma_, 1.0}, {&coef_, 0.0}, {&lz_, 0.0}}) {
+  for (auto [table, pad] : {std::pair{&mu_, 0.0}, {&sigma_, 1.0}, {&coef_, 0.0}}) {
     table->resize(D * stride_);
     for (std::size_t d = 0; d < D; ++d)
       std::fill(table->begin() + static_cast<std::ptrdiff_t>(d * stride_ + k_),
@@ -220,9 +220,9 @@ bool ParzenEstimator::is_stable_argsort(const double* v, std::size_t n, const st
   return !bad;
 }
 
-// coef = 1 / (2 sigma^2); base += -log sigma - log sqrt(2 pi) - log Z (+ log step for a discrete dimension,
-// where log Z is also kept for the exact bin masses). log Z = 0 for kernels whose bounds both lie beyond
-// simd::kInnerZ widths, the common case once widths shrink.
+// coef = 1 / (2 sigma^2); base += -log sigma - log sqrt(2 pi) - log Z (+ log step for a discrete dimension:
+// the bound of its bin mass). log Z = 0 for kernels whose bounds both lie beyond simd::kInnerZ widths, the
+// common case once widths shrink; the others get log(Phi(b) - Phi(a)).
 void ParzenEstimator::fit_constants(std::size_t d) {
   const ParzenDim& pd = dims_[d];
   const double s = step_of(pd);
@@ -230,7 +230,8 @@ void ParzenEstimator::fit_constants(std::size_t d) {
   half_[d] = 0.5 * s;
   const double* mu = mu_.data() + d * stride_;
   const double* sg = sigma_.data() + d * stride_;
-  double* lz = lz_.data() + d * stride_;
+  lz_.resize(stride_);
+  double* lz = lz_.data();
   simd::kernels().kernel_constants({sg, mu, stride_, (s > 0.0 ? std::log(s) : 0.0) - kLogSqrt2Pi, lo, hi,
                                     coef_.data() + d * stride_, base_.data(), lz});
   for (std::size_t k = 0; k < k_; ++k) {
