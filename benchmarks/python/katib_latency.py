@@ -42,9 +42,11 @@ Peers are optional (pip install '.[peers]'); a missing one is reported as "not i
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
 import os
+import random
 import sys
 import time
 import warnings
@@ -134,16 +136,21 @@ def build_request(pb: Any, algorithm: str, complete: List[List[float]], running:
         p = exp.spec.parameter_specs.parameters.add(name=f"x{i}", parameter_type=pb.DOUBLE)
         p.feasible_space.min, p.feasible_space.max = repr(LOW), repr(HIGH)
     texts = [[repr(v) for v in x] for x in complete] + running
+    # Katib names a trial <experiment>-<8 random lowercase letters and digits> and sends its start time; the
+    # service replays trials in start order (names only break ties), as here: one start per second.
+    suffix = random.Random(f"{exp.name}-names")
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    start = datetime.datetime(2026, 11, 30, 10, 0, 0)
     for k, values in enumerate(texts):
-        t = req.trials.add(name=f"{exp.name}-{k:06d}")
+        t = req.trials.add(name=f"{exp.name}-{''.join(suffix.choice(alphabet) for _ in range(8))}")
         t.spec.objective.type = pb.MINIMIZE
         t.spec.objective.objective_metric_name = METRIC
         for i, v in enumerate(values):
             t.spec.parameter_assignments.assignments.add(name=f"x{i}", value=v)
-        t.status.start_time = "2026-11-30T10:00:00Z"
+        t.status.start_time = (start + datetime.timedelta(seconds=k)).strftime("%Y-%m-%dT%H:%M:%SZ")
         if k < n:
             t.status.condition = pb.TrialStatus.SUCCEEDED
-            t.status.completion_time = "2026-11-30T10:05:00Z"
+            t.status.completion_time = (start + datetime.timedelta(seconds=k + 300)).strftime("%Y-%m-%dT%H:%M:%SZ")
             t.status.observation.metrics.add(name=METRIC, value=repr(sphere(complete[k])))
         else:
             t.status.condition = pb.TrialStatus.RUNNING

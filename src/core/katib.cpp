@@ -483,6 +483,7 @@ RequestView view_of(const nlohmann::json& request) {
     KT_CHECK(t.is_object(), InvalidArgument, "request.trials entries must be objects");
     TrialView tv;
     tv.name = str(t, "name", "trial");
+    if (t.contains("start_time")) tv.start_time = str(t, "start_time", "trial '" + std::string(tv.name) + "'");
     const std::string what = "trial '" + std::string(tv.name) + "'";
     tv.condition = str(t, "condition", what);
     tv.assignments = view_pairs(t, "assignments", what);
@@ -542,13 +543,22 @@ nlohmann::json suggest(const RequestView& request) {
   KT_CHECK(count >= 0 && count <= kMaxCount, InvalidArgument, "current_request_number = ", count,
            " must be in [0, ", kMaxCount, "]");
 
-  // Katib lists trials in no fixed order and may repeat one: the last entry of a name wins, names order them.
+  // Katib lists trials in no fixed order and may repeat one: the last entry of a name wins. They are replayed
+  // in start order (started ones by start time, then the others; ties by name): the order they were
+  // suggested in, so recency weights mean what they say and a kept study sees new trials after the old ones.
   std::map<std::string_view, const TrialView*> by_name;
   for (const auto& t : request.trials) by_name[t.name] = &t;
+  std::vector<const TrialView*> ordered;
+  ordered.reserve(by_name.size());
+  for (const auto& [name, t] : by_name) ordered.push_back(t);
+  std::stable_sort(ordered.begin(), ordered.end(), [](const TrialView* a, const TrialView* b) {
+    if (a->start_time.empty() != b->start_time.empty()) return b->start_time.empty();
+    return a->start_time < b->start_time;
+  });
   std::vector<TrialRecord> records;
-  records.reserve(by_name.size());
+  records.reserve(ordered.size());
   bool running = false;
-  for (const auto& [name, t] : by_name) {
+  for (const TrialView* t : ordered) {
     records.push_back(parse_trial(*t, e.space, e.objective, e.algorithm));
     running = running || records.back().state == TrialState::Running;
   }

@@ -16,6 +16,7 @@ using TextPairs = std::vector<std::pair<std::string_view, std::string_view>>;
 
 struct TrialView {
   std::string_view name;
+  std::string_view start_time;  ///< Katib's status.start_time (RFC 3339, UTC), empty if not started
   std::string condition;       ///< Katib's TrialConditionType name ("SUCCEEDED", ...), or its number if unknown
   TextPairs assignments;       ///< [(parameter, value text)]
   TextPairs metrics;           ///< [(metric, value text)]

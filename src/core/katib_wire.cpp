@@ -214,7 +214,9 @@ TrialView trial(std::string_view b) {
       });
     } else if (f == 3) {  // TrialStatus
       each_field(sub(r, wt), [&](std::uint32_t g, int wt2, Reader& r2) {
-        if (g == 3) {
+        if (g == 1) {
+          t.start_time = sub(r2, wt2);
+        } else if (g == 3) {
           std::int64_t c = number(r2, wt2);
           bool known = c >= 0 && c < static_cast<std::int64_t>(std::size(kConditions));
           t.condition = known ? kConditions[c] : std::to_string(c);  // an unknown one is named downstream
@@ -264,6 +266,7 @@ nlohmann::json decode_suggestions_request(std::string_view bytes) {
   json trials = json::array();
   for (const auto& t : v.trials)
     trials.push_back({{"name", std::string(t.name)},
+                      {"start_time", std::string(t.start_time)},
                       {"condition", t.condition},
                       {"assignments", to_json(t.assignments)},
                       {"metrics", to_json(t.metrics)}});

@@ -167,6 +167,36 @@ def test_cached_study_answers_as_a_fresh_replay(algorithm: str, settings: Dict[s
     assert ask(mid, 2, wire=True) == cold
 
 
+def test_trials_are_replayed_in_start_order(server: Any) -> None:
+    # Katib names trials <experiment>-<random suffix>; the service replays them by status.start_time (names
+    # break ties), so the recency weights of TPE follow the order trials were suggested in. Renaming the trials
+    # changes nothing while start times are given; without them the name order decides.
+    exp = experiment("multivariate-tpe", {"n_startup_trials": "5"}, name="order")
+    rng = __import__("random").Random(4)
+    points = [[("lr", f"{10 ** rng.uniform(-4, -1):.6g}"), ("layers", str(rng.randint(1, 9))),
+               ("drop", rng.choice(["0.1", "0.25", "0.5"])), ("opt", rng.choice(["sgd", "adam", "rms"]))]
+              for _ in range(40)]
+
+    def answer(names: List[str], timed: bool) -> List[List[Tuple[str, str]]]:
+        trials = []
+        for i, (name, p) in enumerate(zip(names, points)):
+            t = trial(name, p, pb.TrialStatus.SUCCEEDED, str(loss_of(dict(p))))
+            if timed:
+                t.status.start_time = f"2026-12-01T10:{i // 60:02d}:{i % 60:02d}Z"
+            trials.append(t)
+        rng.shuffle(trials)  # Katib lists them in no fixed order
+        reply, code, details = call(server, "GetSuggestions", pb.GetSuggestionsRequest(
+            experiment=exp, trials=trials, current_request_number=2))
+        assert code == grpc.StatusCode.OK, details
+        return [pairs(a) for a in reply.parameter_assignments]
+
+    in_order = [f"order-{i:03d}" for i in range(40)]
+    scrambled = [f"order-{rng.getrandbits(32):08x}" for _ in range(40)]
+    assert answer(scrambled, timed=True) == answer(in_order, timed=True)
+    assert answer(in_order, timed=False) == answer(in_order, timed=True)
+    assert answer(scrambled, timed=False) != answer(in_order, timed=True)
+
+
 def test_hyperband_state_rides_in_algorithm_settings(server: Any) -> None:
     params = [pb.ParameterSpec(name="x", parameter_type=pb.DOUBLE, feasible_space=pb.FeasibleSpace(min="0", max="1")),
               pb.ParameterSpec(name="epochs", parameter_type=pb.INT, feasible_space=pb.FeasibleSpace(min="1", max="9"))]

@@ -29,13 +29,14 @@ std::vector<std::string> algorithm_names();
 ///                   "parameters": [{"name", "type": "DOUBLE"|"INT"|"DISCRETE"|"CATEGORICAL",
 ///                                   "min", "max", "step", "list": [str], "distribution": "LOG_UNIFORM"|...}],
 ///                   "parallel_trial_count": int, "max_trial_count": int (optional)},
-///    "trials": [{"name": str, "condition": "SUCCEEDED"|"RUNNING"|..., "assignments": [[name, value], ...],
-///                "metrics": [[name, value], ...]}],
+///    "trials": [{"name": str, "start_time": RFC 3339 str (optional), "condition": "SUCCEEDED"|"RUNNING"|...,
+///                "assignments": [[name, value], ...], "metrics": [[name, value], ...]}],
 ///    "count": int}
 /// Reply: {"assignments": [[[name, value], ...], ...], "state": [[setting name, value], ...],
-///         "exhausted": bool, "waiting": bool}. Fewer than `count` assignments only when the searcher has no
+///         "exhausted": bool, "waiting": bool, "algorithm", "experiment", "trials" (distinct), "count"}. Fewer than `count` assignments only when the searcher has no
 /// new point: "waiting" when trials still run (a Hyperband rung not yet complete), "exhausted" otherwise.
-/// The answer depends on the request alone (trials are taken in name order; same request => same reply).
+/// The answer depends on the request alone (trials are taken in start order, ties and not-yet-started ones by
+/// name; same request => same reply).
 /// Throws InvalidArgument naming the setting, parameter, trial or metric at fault.
 nlohmann::json get_suggestions(const nlohmann::json& request);
 

@@ -62,6 +62,7 @@ def trial_to_dict(trial: Any) -> Dict[str, Any]:
     """``katib_api_pb2.Trial`` -> the trial dict of ``kubetune/core/katib.hpp``."""
     return {
         "name": trial.name,
+        "start_time": trial.status.start_time,
         "condition": _CONDITION.get(trial.status.condition, str(trial.status.condition)),
         "assignments": [[a.name, a.value] for a in trial.spec.parameter_assignments.assignments],
         "metrics": [[m.name, m.value] for m in trial.status.observation.metrics],
