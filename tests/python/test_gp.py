@@ -185,3 +185,74 @@ def test_refit_schedule_and_defaults():
         a.tell(ta, v)
         b.tell(tb, v)
     assert reused >= 10
+
+
+class _Context:
+    """The ServicerContext methods the Katib servicer calls on errors."""
+
+    def set_code(self, code):
+        raise AssertionError(f"servicer answered {code}")
+
+    def set_details(self, details):
+        raise AssertionError(details)
+
+
+def _katib_request(pb, points, running, settings=()):
+    """Katib's GetSuggestionsRequest for 4 DOUBLE parameters in [-5, 5]: SUCCEEDED trials with a sphere loss,
+    RUNNING trials given by their assignment text, current_request_number 3."""
+    req = pb.GetSuggestionsRequest(current_request_number=3)
+    exp = req.experiment
+    exp.name = "gp-replay"
+    exp.spec.algorithm.algorithm_name = "bayesianoptimization"
+    for name, value in settings:
+        exp.spec.algorithm.algorithm_settings.add(name=name, value=value)
+    exp.spec.objective.type = pb.MINIMIZE
+    exp.spec.objective.objective_metric_name = "loss"
+    for i in range(4):
+        p = exp.spec.parameter_specs.parameters.add(name=f"x{i}", parameter_type=pb.DOUBLE)
+        p.feasible_space.min, p.feasible_space.max = "-5", "5"
+    for k, values in enumerate([[repr(v) for v in x] for x in points] + running):
+        t = req.trials.add(name=f"gp-replay-{k:04d}")
+        t.spec.objective.objective_metric_name = "loss"
+        for i, v in enumerate(values):
+            t.spec.parameter_assignments.assignments.add(name=f"x{i}", value=v)
+        if k < len(points):
+            t.status.condition = pb.TrialStatus.SUCCEEDED
+            t.status.observation.metrics.add(name="loss", value=repr(float(np.sum((np.asarray(points[k]) - 1) ** 2))))
+        else:
+            t.status.condition = pb.TrialStatus.RUNNING
+    return req
+
+
+def test_katib_answer_is_a_function_of_the_request():
+    """Katib replays every trial on every call: the GP's answer must depend on the request alone, whether the
+    service answers from a study it kept (its factorisation reused) or from a fresh replay (a restarted pod),
+    and on 1 or 2 threads. 150 SUCCEEDED trials (several Cholesky panels, the branch-and-bound variance
+    search, refinement), 3 RUNNING ones and the model state merged as Katib's controller merges it."""
+    pb = pytest.importorskip("kubeflow.katib.katib_api_pb2")
+    from kubetune.katib import SuggestionService
+
+    service = SuggestionService()
+    points = np.random.default_rng(5).uniform(-5, 5, (150, 4)).tolist()
+    first = service.GetSuggestions(_katib_request(pb, points, []), _Context())
+    running = [[a.value for a in pa.assignments] for pa in first.parameter_assignments]
+    state = [(s.name, s.value) for s in first.algorithm.algorithm_settings]
+    assert [name for name, _ in state] == ["kubetune.state/model"]
+
+    def answer(threads, svc=service):
+        req = _katib_request(pb, points, running, state + [("threads", str(threads))])
+        reply = svc.GetSuggestions(req, _Context())
+        return [tuple(a.value for a in pa.assignments) for pa in reply.parameter_assignments]
+
+    def evict():  # other experiments push the kept studies out (the service keeps a few recent ones)
+        for k in range(40):
+            req = _katib_request(pb, points[:3], [])
+            req.experiment.name = f"gp-replay-other-{k}"
+            service.GetSuggestions(req, _Context())
+
+    warm = [answer(1), answer(1)]  # the first after another history of this experiment, then a repeat
+    assert len(set(warm[0])) == 3 and not set(warm[0]) & {tuple(r) for r in running}
+    evict()
+    assert answer(1, SuggestionService()) == warm[0] == warm[1]
+    evict()
+    assert answer(2) == warm[0]

@@ -10,9 +10,11 @@
 #include <bit>
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <queue>
 #include <set>
 #include <stdexcept>
 
@@ -28,6 +30,7 @@ constexpr double kInactive = -1.0;  // feature value of an inactive (conditional
 // L-BFGS-B iterations of a warm-started refit: refits are amortised (refit_due), and each continues from the
 // previous optimum, so a few iterations per refit track the slowly moving optimum of a growing history.
 constexpr int kWarmIterations = 5;
+constexpr Eigen::Index kParallelRefine = 2048;  // training points from which refinements run in parallel
 constexpr int kHedgeSize = 3;       // gp_hedge portfolio: EI, PI, LCB (as scikit-optimize)
 const AcqType kHedge[kHedgeSize] = {AcqType::LogEI, AcqType::PI, AcqType::UCB};
 
@@ -137,6 +140,81 @@ double acq_value(AcqType a, const GPConfig& cfg, double mu, double var, double b
                  double* dvar = nullptr) {
   return acquisition(a, mu, var, best, cfg.xi, cfg.kappa, dmu, dvar);
 }
+
+// Best-first branch and bound over candidates' exact acquisition values. A candidate's bound is the value at
+// an upper bound of its variance: first the screen's single-point bound, then the variance given the first
+// j training points for a fixed schedule of j (GaussianProcess::solve_cross_prefix), each step tighter, the
+// last exact. next() extends the candidate with the best bound by one step until the best is exact: no other
+// candidate can then beat it. Ties go to the lower index, so the order is a function of the inputs.
+class PrefixSearch {
+ public:
+  using Value = std::function<double(std::size_t, double)>;     // (candidate, variance) -> acquisition
+  using Bounded = std::function<bool(std::size_t)>;             // value grows with the variance there
+  PrefixSearch(const GaussianProcess& gp, double* cross, const Eigen::VectorXd& var_ub, Value value, Bounded bounded)
+      : gp_(gp), cross_(cross), value_(std::move(value)), bounded_(std::move(bounded)) {
+    const Eigen::Index n = gp.size();
+    for (Eigen::Index j = std::min<Eigen::Index>(kFirstStep, n); steps_.empty() || steps_.back() < n;
+         j = std::min(n, j + std::max<Eigen::Index>(1, j / 2)))
+      steps_.push_back(j);
+    const std::size_t nc = static_cast<std::size_t>(var_ub.size());
+    var_.assign(var_ub.data(), var_ub.data() + nc);
+    step_.assign(nc, -1);
+    score_.resize(nc);
+    for (std::size_t c = 0; c < nc; ++c) push(c);
+  }
+
+  /// The candidate with the best exact value among those not returned yet; nullopt when none is left.
+  std::optional<std::size_t> next() {
+    while (!heap_.empty()) {
+      const std::size_t c = heap_.top().second;
+      heap_.pop();
+      if (exact(c)) return c;
+      extend(c);
+      push(c);
+    }
+    return std::nullopt;
+  }
+  /// Exact acquisition value of a candidate returned by next().
+  double score(std::size_t c) const { return score_[c]; }
+
+ private:
+  static constexpr Eigen::Index kFirstStep = 32;
+  using Entry = std::pair<double, std::size_t>;
+  struct Worse {  // max-heap on the bound, lower index first among equals
+    bool operator()(const Entry& p, const Entry& q) const {
+      return p.first < q.first || (p.first == q.first && p.second > q.second);
+    }
+  };
+
+  bool exact(std::size_t c) const { return step_[c] + 1 == static_cast<int>(steps_.size()); }
+  void extend(std::size_t c) {
+    const Eigen::Index from = step_[c] < 0 ? 0 : steps_[static_cast<std::size_t>(step_[c])];
+    const Eigen::Index to = steps_[static_cast<std::size_t>(++step_[c])];
+    const double v = gp_.solve_cross_prefix(cross_ + static_cast<std::size_t>(gp_.size()) * c, from, to);
+    var_[c] = exact(c) ? v : std::min(v, var_[c]);
+  }
+  void push(std::size_t c) {
+    const double kInf = std::numeric_limits<double>::infinity();
+    double key = kInf;
+    if (exact(c)) {
+      score_[c] = value_(c, var_[c]);
+      key = std::isnan(score_[c]) ? -kInf : score_[c];
+    } else if (bounded_(c)) {
+      const double u = value_(c, var_[c]);
+      key = std::isnan(u) ? kInf : u;
+    }
+    heap_.emplace(key, c);
+  }
+
+  const GaussianProcess& gp_;
+  double* cross_;  // n x nc, column c solved in place up to steps_[step_[c]]
+  Value value_;
+  Bounded bounded_;
+  std::vector<Eigen::Index> steps_;  // prefix sizes, increasing, the last = gp.size()
+  std::vector<int> step_;            // per candidate: index into steps_ reached (-1: screen bound only)
+  std::vector<double> var_, score_;
+  std::priority_queue<Entry, std::vector<Entry>, Worse> heap_;
+};
 
 // Context of one proposal: model, incumbent, points to avoid.
 struct Proposer {
@@ -287,83 +365,41 @@ struct Proposer {
       k.x = effective(space, k.full);
       cands.push_back(std::move(k));
     }
-    // Two-stage scoring: exact means and variance upper bounds for all candidates (O(n) each), then exact
-    // variances (O(n^2) triangular solves) in chunks, best upper bound first, until no unscored candidate
-    // can enter the top n_refine. For acquisitions increasing in the variance at fixed mean (log-EI, EI,
-    // UCB) this selects exactly the candidates full scoring would; PI is scored in full.
+    // Exact means and variance bounds for all candidates (O(n) each), then best-first branch and bound on
+    // the exact variances (PrefixSearch): the same candidates as scoring all of them exactly, at a
+    // fraction of the O(n^2) solves.
     const std::size_t nc = cands.size();
     Eigen::MatrixXd F(enc.D, static_cast<Eigen::Index>(nc));
     for (std::size_t c = 0; c < nc; ++c) enc.encode(cands[c].x, F.col(static_cast<Eigen::Index>(c)).data());
     Eigen::VectorXd mu_all, var_ub;
-    // k(X, candidates), reused by the exact stage; the buffer persists per thread (contents never carry
+    // k(X, candidates), solved in place by the search; the buffer persists per thread (contents never carry
     // over: predict_screen overwrites all n x nc entries) so that it is not re-faulted in on every ask.
     thread_local std::vector<double> cross_buf;
-    const Eigen::Index n_data = gp.size();
-    cross_buf.resize(static_cast<std::size_t>(n_data) * nc);
-    Eigen::Map<const Eigen::MatrixXd> cross(cross_buf.data(), n_data, static_cast<Eigen::Index>(nc));
+    cross_buf.resize(static_cast<std::size_t>(gp.size()) * nc);
     gp.predict_screen(F, mu_all, var_ub, threads, cross_buf.data());
-    const bool monotone = a != AcqType::PI;
-    const double kInf = std::numeric_limits<double>::infinity();
-    std::vector<double> ub(nc, kInf);
-    if (monotone)
-      for (std::size_t c = 0; c < nc; ++c) {
-        double u = acq_value(a, cfg, mu_all[static_cast<Eigen::Index>(c)], var_ub[static_cast<Eigen::Index>(c)], best);
-        ub[c] = std::isnan(u) ? kInf : u;
-      }
-    std::vector<std::size_t> by_ub(nc);
-    std::iota(by_ub.begin(), by_ub.end(), std::size_t{0});
-    std::stable_sort(by_ub.begin(), by_ub.end(), [&](std::size_t p, std::size_t q) { return ub[p] > ub[q]; });
-    std::vector<bool> exact(nc, false);
-    std::size_t next = 0;
-    auto score_chunk = [&](std::size_t count) {
-      const std::size_t end = std::min(nc, next + count);
-      if (end == next) return;
-      // Exact variances from the stored cross covariances (the means are already exact).
-      Eigen::MatrixXd Ks(cross.rows(), static_cast<Eigen::Index>(end - next));
-      for (std::size_t k = next; k < end; ++k)
-        Ks.col(static_cast<Eigen::Index>(k - next)) = cross.col(static_cast<Eigen::Index>(by_ub[k]));
-      Eigen::VectorXd var;
-      gp.variance_from_cross(Ks, var);
-      for (std::size_t k = next; k < end; ++k) {
-        const std::size_t c = by_ub[k];
-        cands[c].score = acq_value(a, cfg, mu_all[static_cast<Eigen::Index>(c)], var[static_cast<Eigen::Index>(k - next)], best);
-        exact[c] = true;
-      }
-      next = end;
-    };
-    std::vector<std::size_t> order;
-    auto build_order = [&]() {
-      order.clear();
-      for (std::size_t c = 0; c < nc; ++c)
-        if (exact[c]) order.push_back(c);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](std::size_t p, std::size_t q) { return cands[p].score > cands[q].score; });
-    };
-    // Refine the best few distinct, unseen candidates (in parallel; each start is independent, so the
-    // result does not depend on the thread count).
+    auto value = [&](std::size_t c, double var) { return acq_value(a, cfg, mu_all[static_cast<Eigen::Index>(c)], var, best); };
+    // log-EI, EI and UCB grow with the variance at a fixed mean; PI only where mu + xi >= best.
+    auto bounded = [&](std::size_t c) { return a != AcqType::PI || mu_all[static_cast<Eigen::Index>(c)] + cfg.xi >= best; };
+    PrefixSearch search(gp, cross_buf.data(), var_ub, value, bounded);
+    // The best few distinct, unseen candidates, refined below.
     std::vector<Candidate> top;
-    const int want = std::max(cfg.n_refine, 1);
-    constexpr std::size_t kChunk = 64;
-    for (;;) {
-      score_chunk(kChunk);
-      build_order();
-      top.clear();
-      std::set<std::vector<double>> picked;
-      for (std::size_t o : order) {
-        if (static_cast<int>(top.size()) >= want) break;
-        auto key = key_of(cands[o].x);
-        if (seen.count(key) || picked.count(key)) continue;
-        picked.insert(key);
-        top.push_back(cands[o]);
-      }
-      if (next >= nc) break;
-      if (static_cast<int>(top.size()) >= want) {
-        const double thr = top.back().score, rest = ub[by_ub[next]];  // best bound among the unscored
-        if (std::isfinite(thr) && thr > rest + 1e-6 * (1.0 + std::abs(rest))) break;
-      }
+    std::set<std::vector<double>> picked;
+    const std::size_t want = static_cast<std::size_t>(std::max(cfg.n_refine, 1));
+    while (top.size() < want) {
+      const std::optional<std::size_t> c = search.next();
+      if (!c) break;
+      auto key = key_of(cands[*c].x);
+      if (seen.count(key) || !picked.insert(std::move(key)).second) continue;
+      cands[*c].score = search.score(*c);
+      top.push_back(cands[*c]);
     }
+    if (top.empty()) return std::nullopt;  // every candidate repeats a known point
+    const Candidate raw_best = top.front();
+    // Refine them in parallel; each start is independent, so the result does not depend on the thread count.
     if (cfg.n_refine > 0) {
-      const int nt = std::min<int>(threads, static_cast<int>(top.size()));
+      // One start costs ~25 predictions of two O(n^2) solves, ~10 ms at n = 2048: below that a thread's share
+      // is too short for a shared machine (see for_each_block in gp.cpp).
+      const int nt = gp.size() >= kParallelRefine ? std::min<int>(threads, static_cast<int>(top.size())) : 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(nt, 1))
       for (std::size_t t = 0; t < top.size(); ++t) {
         improve_categoricals(top[t], a, best);
@@ -373,12 +409,7 @@ struct Proposer {
     std::optional<Candidate> out;
     for (auto& t : top)
       if (!seen.count(key_of(t.x)) && (!out || t.score > out->score)) out = t;
-    if (out) return out;
-    score_chunk(nc);  // every refined point was a repeat: best unseen raw candidate, all scored exactly
-    build_order();
-    for (std::size_t o : order)
-      if (!seen.count(key_of(cands[o].x))) return cands[o];
-    return std::nullopt;
+    return out ? out : raw_best;  // every refined point was a repeat: the best unseen raw candidate
   }
 };
 

@@ -63,6 +63,21 @@ void lower_gram(const Eigen::Ref<const Eigen::MatrixXd>& M, Eigen::Ref<Eigen::Ma
   lower_gram(M.bottomRightCorner(n - k, n - k), S.bottomRightCorner(n - k, n - k));
 }
 constexpr double kMinVar = 1e-12;  // floor of the posterior variance (standardised units)
+
+// In-place lower Cholesky factor of A (its lower triangle read; the strict upper triangle zeroed on success):
+// the AVX2 blocked kernel where the CPU has it, else Eigen's LLT. A machine always takes the same path.
+bool cholesky_in_place(Eigen::Ref<Eigen::MatrixXd> A) {
+  bool ok = false;
+  if (simd::available()) {
+    ok = simd::potrf_lower(A.data(), static_cast<std::size_t>(A.outerStride()), static_cast<std::size_t>(A.rows()));
+  } else {
+    Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(A);
+    ok = llt.info() == Eigen::Success;
+  }
+  if (!ok || !A.diagonal().allFinite() || !(A.diagonal().array() > 0).all()) return false;
+  A.triangularView<Eigen::StrictlyUpper>().setZero();
+  return true;
+}
 }  // namespace
 
 std::string to_string(HyperPrior p) { return p == HyperPrior::Optuna ? "optuna" : "none"; }
@@ -114,38 +129,69 @@ void GaussianProcess::refit() { factorize(); }
 void GaussianProcess::factorize() {
   const Eigen::Index n = X_.cols();
   if (n == 0) {
-    L_.resize(0, 0);
+    Lbuf_.setZero(kSpare, kSpare);
     alpha_.resize(0);
     jitter_ = 0.0;
     return;
   }
-  Eigen::MatrixXd K = kernel_.gram(X_);
-  K.diagonal().array() += noise_;
+  factor_jittered(kernel_.gram(X_));
+  update_alpha();
+}
+
+void GaussianProcess::solve_lower(double* v, Eigen::Index m) const {
+  if (simd::available()) {  // AVX2 substitutions, else Eigen's
+    simd::trsv_lower(Lbuf_.data(), static_cast<std::size_t>(Lbuf_.outerStride()), v, static_cast<std::size_t>(m));
+  } else {
+    Eigen::Map<Eigen::VectorXd> x(v, m);
+    Lbuf_.topLeftCorner(m, m).triangularView<Eigen::Lower>().solveInPlace(x);
+  }
+}
+
+void GaussianProcess::solve_lower_t(double* v) const {
+  const Eigen::Index n = X_.cols();
+  if (simd::available()) {
+    simd::trsv_lower_t(Lbuf_.data(), static_cast<std::size_t>(Lbuf_.outerStride()), v, static_cast<std::size_t>(n));
+  } else {
+    Eigen::Map<Eigen::VectorXd> x(v, n);
+    L().transpose().triangularView<Eigen::Upper>().solveInPlace(x);
+  }
+}
+
+void GaussianProcess::update_alpha() {
+  alpha_ = y_.array() - mean_;
+  solve_lower(alpha_.data(), X_.cols());
+  solve_lower_t(alpha_.data());
+}
+
+void GaussianProcess::factor_jittered(const Eigen::MatrixXd& K) {
   // Jitter escalation: 0, then 1e-10 .. 1e-2 times the signal variance.
   double jitter = 0.0;
   const double scale = kernel_.signal_variance();
+  const Eigen::Index n = K.rows();
   for (int attempt = 0; attempt < 10; ++attempt) {
-    Eigen::LLT<Eigen::MatrixXd> llt;
-    if (jitter > 0) {
-      Eigen::MatrixXd Kj = K;
-      Kj.diagonal().array() += jitter;
-      llt.compute(Kj);
-    } else {
-      llt.compute(K);
-    }
-    if (llt.info() == Eigen::Success) {
-      L_ = llt.matrixL();
-      if (L_.diagonal().allFinite() && (L_.diagonal().array() > 0).all()) {
-        jitter_ = jitter;
-        Eigen::VectorXd r = y_.array() - mean_;
-        alpha_ = L_.triangularView<Eigen::Lower>().solve(r);
-        L_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
-        return;
-      }
+    reserve_factor(0, n + kSpare);
+    auto L = Lbuf_.topLeftCorner(n, n);
+    L = K;
+    L.diagonal().array() += noise_;
+    if (jitter > 0) L.diagonal().array() += jitter;
+    if (cholesky_in_place(L)) {
+      jitter_ = jitter;
+      return;
     }
     jitter = jitter == 0.0 ? 1e-10 * scale : jitter * 10.0;
   }
   KT_THROW(StateError, "GP Cholesky failed even with jitter ", jitter, " (noise ", noise_, ")");
+}
+
+void GaussianProcess::reserve_factor(Eigen::Index keep, Eigen::Index capacity) {
+  if (Lbuf_.cols() == capacity) {  // zero all but the kept block, reusing the storage
+    Lbuf_.rightCols(capacity - keep).setZero();
+    Lbuf_.bottomLeftCorner(capacity - keep, keep).setZero();
+    return;
+  }
+  Eigen::MatrixXd grown = Eigen::MatrixXd::Zero(capacity, capacity);
+  grown.topLeftCorner(keep, keep) = Lbuf_.topLeftCorner(keep, keep);
+  Lbuf_.swap(grown);
 }
 
 void GaussianProcess::refit_bordered(Eigen::Index m, BorderedFactor* cache) {
@@ -157,8 +203,8 @@ void GaussianProcess::refit_bordered(Eigen::Index m, BorderedFactor* cache) {
       cache->theta.size() == theta.size() && (cache->theta.array() == theta.array()).all() &&
       (X_.leftCols(cache->X.cols()).array() == cache->X.array()).all()) {
     start = cache->X.cols();
-    L_.setZero(n, n);
-    L_.topLeftCorner(start, start) = cache->L;
+    reserve_factor(0, n + kSpare);
+    Lbuf_.topLeftCorner(start, start) = cache->L;
     jitter_ = cache->jitter;
   } else {
     // The first m points: as factorize(), then the factor padded to n x n.
@@ -169,9 +215,7 @@ void GaussianProcess::refit_bordered(Eigen::Index m, BorderedFactor* cache) {
     factorize();
     X_ = Xall;
     y_ = yall;
-    L_.conservativeResize(n, n);
-    L_.rightCols(n - m).setZero();
-    L_.bottomRows(n - m).setZero();
+    if (Lbuf_.cols() < n) reserve_factor(m, n + kSpare);  // rows and columns past m are zero
     if (m == 0) jitter_ = 0.0;
     start = m;
   }
@@ -181,24 +225,18 @@ void GaussianProcess::refit_bordered(Eigen::Index m, BorderedFactor* cache) {
     // Row i of the factor: l = L_{<i}^-1 k(X_{<i}, x_i), pivot sqrt(k(x_i, x_i) - |l|^2) (as add_observation).
     for (Eigen::Index j = 0; j < i; ++j) k[j] = kernel_(X_.col(j).data(), X_.col(i).data());
     auto l = k.head(i);
-    L_.topLeftCorner(i, i).triangularView<Eigen::Lower>().solveInPlace(l);
+    solve_lower(l.data(), i);
     const double d2 = std::max(kxx - l.squaredNorm(), 1e-10 * kernel_.signal_variance());
-    L_.row(i).head(i) = l.transpose();
-    L_(i, i) = std::sqrt(d2);
+    Lbuf_.row(i).head(i) = l.transpose();
+    Lbuf_(i, i) = std::sqrt(d2);
   }
-  if (n > 0) {
-    Eigen::VectorXd r = y_.array() - mean_;
-    alpha_ = L_.triangularView<Eigen::Lower>().solve(r);
-    L_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
-  } else {
-    alpha_.resize(0);
-  }
+  update_alpha();
   if (cache) {
     cache->theta = theta;
     cache->m = m;
     cache->jitter = jitter_;
     cache->X = X_;
-    cache->L = L_;
+    cache->L = L();
   }
 }
 
@@ -209,34 +247,35 @@ void GaussianProcess::add_observation(const Eigen::VectorXd& x, double y) {
   const Eigen::Index n = X_.cols();
   Eigen::VectorXd k(n);
   for (Eigen::Index i = 0; i < n; ++i) k[i] = kernel_(X_.col(i).data(), x.data());
-  Eigen::VectorXd l = n > 0 ? Eigen::VectorXd(L_.triangularView<Eigen::Lower>().solve(k)) : Eigen::VectorXd();
+  Eigen::VectorXd l = k;
+  solve_lower(l.data(), n);
   double kxx = kernel_.signal_variance() + noise_ + jitter_;
   double d2 = kxx - l.squaredNorm();
   // A (near) duplicate input: keep the factor positive definite with the smallest admissible pivot.
   d2 = std::max(d2, 1e-10 * kernel_.signal_variance());
-  Eigen::MatrixXd L(n + 1, n + 1);
-  L.topLeftCorner(n, n) = L_;
-  L.topRightCorner(n, 1).setZero();
-  L.bottomLeftCorner(1, n) = l.transpose();
-  L(n, n) = std::sqrt(d2);
-  L_.swap(L);
+  if (Lbuf_.cols() <= n) reserve_factor(n, n + kSpare);  // the next row and column are zero
+  Lbuf_.row(n).head(n) = l.transpose();
+  Lbuf_(n, n) = std::sqrt(d2);
   X_.conservativeResize(Eigen::NoChange, n + 1);
   X_.col(n) = x;
   y_.conservativeResize(n + 1);
   y_[n] = (y - y_shift_) / y_scale_;
-  Eigen::VectorXd r = y_.array() - mean_;
-  alpha_ = L_.triangularView<Eigen::Lower>().solve(r);
-  L_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
+  update_alpha();
 }
 
 namespace {
-// Runs body(first_column, n_columns) over blocks of 128 candidate columns, in parallel with `threads`.
+// Runs body(first_column, n_columns) over blocks of 128 candidate columns, in parallel with up to `threads`,
+// one thread per kGrain (candidate, training point) pairs: a share shorter than ~10 ms cannot absorb a
+// scheduling delay on a shared machine, where the barrier then waits for a descheduled thread (measured on
+// a 2-core box under load 2: a 1,000-point GP call 96 ms on 2 threads, 61 ms on 1). Results do not depend
+// on the thread count.
+constexpr Eigen::Index kGrain = Eigen::Index{1} << 20;
 template <class Body>
-void for_each_block(Eigen::Index m, int threads, Body body) {
+void for_each_block(Eigen::Index m, Eigen::Index n, int threads, Body body) {
   constexpr Eigen::Index kBlock = 128;
   const Eigen::Index n_blocks = (m + kBlock - 1) / kBlock;
-  const int nt = static_cast<int>(
-      std::min<Eigen::Index>(core::resolve_threads(threads), std::max<Eigen::Index>(n_blocks, 1)));
+  const int nt = static_cast<int>(std::min<Eigen::Index>(
+      {core::resolve_threads(threads), std::max<Eigen::Index>(n_blocks, 1), std::max<Eigen::Index>(m * n / kGrain, 1)}));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (Eigen::Index b = 0; b < n_blocks; ++b) {
     const Eigen::Index c0 = b * kBlock;
@@ -258,32 +297,32 @@ void GaussianProcess::predict(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, 
     var.setConstant(s2 * y_scale_ * y_scale_);
     return;
   }
-  for_each_block(m, threads, [&](Eigen::Index c0, Eigen::Index nc) {
+  for_each_block(m, n, threads, [&](Eigen::Index c0, Eigen::Index nc) {
     Eigen::MatrixXd Ks = kernel_.cross(X_, Xs.middleCols(c0, nc));
     mean.segment(c0, nc) = (Ks.transpose() * alpha_).array() + mean_;
-    L_.triangularView<Eigen::Lower>().solveInPlace(Ks);
+    if (simd::available()) {  // column by column: AVX2 substitutions beat Eigen's SSE2 blocked solve
+      for (Eigen::Index j = 0; j < Ks.cols(); ++j) solve_lower(Ks.col(j).data(), n);
+    } else {
+      L().triangularView<Eigen::Lower>().solveInPlace(Ks);
+    }
     var.segment(c0, nc) = (s2 - Ks.colwise().squaredNorm().array()).max(kMinVar * s2).matrix().transpose();
   });
   mean = (mean.array() * y_scale_ + y_shift_).matrix();
   var *= y_scale_ * y_scale_;
 }
 
-void GaussianProcess::variance_from_cross(Eigen::MatrixXd& Ks, Eigen::VectorXd& var) const {
+double GaussianProcess::solve_cross_prefix(double* k, Eigen::Index from, Eigen::Index to) const {
   const Eigen::Index n = X_.cols();
-  KT_CHECK(Ks.rows() == n, InvalidArgument, "GP variance_from_cross: Ks has ", Ks.rows(), " rows, expected ", n);
+  KT_CHECK(from >= 0 && from <= to && to <= n, InvalidArgument, "GP solve_cross_prefix: steps [", from, ", ", to,
+           ") must lie in [0, ", n, "]");
+  Eigen::Map<Eigen::VectorXd> z(k, n);
+  if (to > from) {  // rows [from, to): less the solved part's contribution, then the diagonal block's solve
+    const std::size_t ld = static_cast<std::size_t>(L().outerStride()), rows = static_cast<std::size_t>(to - from);
+    simd::gemv_sub(&Lbuf_(from, 0), ld, rows, static_cast<std::size_t>(from), k, k + from);
+    simd::trsv_lower(&Lbuf_(from, from), ld, k + from, rows);
+  }
   const double s2 = kernel_.signal_variance();
-  if (n == 0) {
-    var.setConstant(Ks.cols(), s2 * y_scale_ * y_scale_);
-    return;
-  }
-  if (simd::available() && n >= 128) {  // AVX2 substitutions beat Eigen's SSE2 blocked solve from ~n = 100
-    for (Eigen::Index j = 0; j < Ks.cols(); ++j)
-      simd::trsv_lower(L_.data(), static_cast<std::size_t>(L_.outerStride()), Ks.col(j).data(),
-                       static_cast<std::size_t>(n));
-  } else {
-    L_.triangularView<Eigen::Lower>().solveInPlace(Ks);
-  }
-  var = ((s2 - Ks.colwise().squaredNorm().array()).max(kMinVar * s2) * (y_scale_ * y_scale_)).matrix().transpose();
+  return std::max(s2 - z.head(to).squaredNorm(), kMinVar * s2) * (y_scale_ * y_scale_);
 }
 
 void GaussianProcess::predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var_upper,
@@ -302,7 +341,7 @@ void GaussianProcess::predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd&
   // Posterior variance given one training point i: s2 - k_i^2 / (K_ii + noise + jitter); conditioning on
   // more points never increases it (exact GP algebra), so the minimum over i bounds the full posterior.
   const double kii = s2 + noise_ + jitter_;
-  for_each_block(m, threads, [&](Eigen::Index c0, Eigen::Index nc) {
+  for_each_block(m, n, threads, [&](Eigen::Index c0, Eigen::Index nc) {
     kernel_.cross_stats(X_, Xs.middleCols(c0, nc), alpha_, mean.data() + c0, var_upper.data() + c0,
                         cross ? cross + c0 * n : nullptr);
     mean.segment(c0, nc).array() += mean_;
@@ -333,9 +372,7 @@ void GaussianProcess::predict_one(const double* x, double& mean, double& var, do
   }
   double mu = mean_ + k.dot(alpha_);
   Eigen::VectorXd v = k;
-  const bool vec = simd::available();  // AVX2 substitutions, else Eigen's
-  if (vec) simd::trsv_lower(L_.data(), static_cast<std::size_t>(L_.outerStride()), v.data(), static_cast<std::size_t>(n));
-  else L_.triangularView<Eigen::Lower>().solveInPlace(v);
+  solve_lower(v.data(), n);
   double vv = s2 - v.squaredNorm();
   const bool floored = vv < kMinVar * s2;
   vv = std::max(vv, kMinVar * s2);
@@ -347,10 +384,7 @@ void GaussianProcess::predict_one(const double* x, double& mean, double& var, do
       if (floored) {
         std::fill(dvar, dvar + D, 0.0);
       } else {
-        if (vec)  // v = K^-1 k
-          simd::trsv_lower_t(L_.data(), static_cast<std::size_t>(L_.outerStride()), v.data(), static_cast<std::size_t>(n));
-        else
-          L_.triangularView<Eigen::Lower>().transpose().solveInPlace(v);
+        solve_lower_t(v.data());  // v = K^-1 k
         Eigen::Map<Eigen::VectorXd>(dvar, D) = (-2.0 * y_scale_ * y_scale_) * (dK * v);
       }
     }
@@ -363,11 +397,11 @@ double GaussianProcess::log_marginal_likelihood(Eigen::VectorXd* grad, HyperPrio
   if (grad) grad->setZero(n_params());
   if (n > 0) {
     Eigen::VectorXd r = y_.array() - mean_;
-    lml = -0.5 * r.dot(alpha_) - L_.diagonal().array().log().sum() - 0.5 * static_cast<double>(n) * kLog2Pi;
+    lml = -0.5 * r.dot(alpha_) - L().diagonal().array().log().sum() - 0.5 * static_cast<double>(n) * kLog2Pi;
     if (grad) {
       // d lml / d theta_j = 1/2 tr((alpha alpha^T - K^-1) dK/dtheta_j)   (R&W eq. 5.9)
       // W = alpha alpha^T - K^-1 with K^-1 = L^-T L^-1 (lower triangle from a symmetric rank-k update).
-      Eigen::MatrixXd Linv = L_;
+      Eigen::MatrixXd Linv = L();
       invert_lower(Linv);
       Eigen::MatrixXd W(n, n);
       lower_gram(Linv, W);  // lower triangle of K^-1
@@ -412,30 +446,12 @@ double GaussianProcess::fit_objective(FitWorkspace& ws, Eigen::VectorXd& grad, H
   double lml = 0.0;
   if (n > 0) {
     kernel_.gram_parts(X_, ws.R2, ws.E, ws.K, ws.G);
-    // As factorize(), but on the shared Gram matrix and in place in L_.
-    double jitter = 0.0;
-    const double scale = kernel_.signal_variance();
-    bool ok = false;
-    for (int attempt = 0; attempt < 10 && !ok; ++attempt) {
-      L_ = ws.K;
-      L_.diagonal().array() += noise_;
-      if (jitter > 0) L_.diagonal().array() += jitter;
-      Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(L_);
-      if (llt.info() == Eigen::Success && L_.diagonal().allFinite() && (L_.diagonal().array() > 0).all()) {
-        ok = true;
-        jitter_ = jitter;
-      } else {
-        jitter = jitter == 0.0 ? 1e-10 * scale : jitter * 10.0;
-      }
-    }
-    if (!ok) KT_THROW(StateError, "GP Cholesky failed even with jitter ", jitter, " (noise ", noise_, ")");
-    L_.triangularView<Eigen::StrictlyUpper>().setZero();
-    Eigen::VectorXd r = y_.array() - mean_;
-    alpha_ = L_.triangularView<Eigen::Lower>().solve(r);
-    L_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
-    lml = -0.5 * r.dot(alpha_) - L_.diagonal().array().log().sum() - 0.5 * static_cast<double>(n) * kLog2Pi;
+    factor_jittered(ws.K);  // reads the lower triangle, all that gram_parts writes
+    update_alpha();
+    const Eigen::VectorXd r = y_.array() - mean_;
+    lml = -0.5 * r.dot(alpha_) - L().diagonal().array().log().sum() - 0.5 * static_cast<double>(n) * kLog2Pi;
     // Gradient as in log_marginal_likelihood(): W = alpha alpha^T - K^-1, contracted with dK/dtheta.
-    ws.Linv = L_;
+    ws.Linv = L();
     invert_lower(ws.Linv);
     ws.W.resize(n, n);
     lower_gram(ws.Linv, ws.W);

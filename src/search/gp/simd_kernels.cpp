@@ -1,13 +1,16 @@
 // Vectorised kernel profiles for x86-64 CPUs with AVX2 and FMA (checked at run time; other CPUs use the
 // Eigen code paths): a branch-free exp (fdlibm's Cody-Waite reduction constants, Taylor polynomial of
 // degree 13) on 4-wide GCC vector types. Eigen's SSE2 exp costs ~5 ns per element at the project's -O2
-// baseline; these loops ~1.5 ns. A given machine always takes the same path, so results are reproducible.
+// baseline; these loops ~1.5 ns. The same for the GP's dense linear algebra: triangular substitutions, panel
+// products and a blocked Cholesky. A given machine always takes the same path, so results are reproducible.
 #include "simd_kernels.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define KT_GP_X86_SIMD 1
@@ -16,6 +19,25 @@
 #endif
 
 namespace kubetune::search::gp::simd {
+namespace {
+// The fallbacks of gemv_sub and potrf_lower (unblocked, left-looking).
+void gemv_sub_scalar(const double* A, std::size_t ld, std::size_t rows, std::size_t cols, const double* z,
+                     double* x) noexcept {
+  for (std::size_t j = 0; j < cols; ++j)
+    for (std::size_t i = 0; i < rows; ++i) x[i] -= A[j * ld + i] * z[j];
+}
+bool potrf_lower_scalar(double* A, std::size_t ld, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) {
+    double* cj = A + j * ld;
+    for (std::size_t p = 0; p < j; ++p)
+      for (std::size_t i = j; i < n; ++i) cj[i] -= A[p * ld + i] * A[p * ld + j];
+    if (!(cj[j] > 0.0) || !std::isfinite(cj[j])) return false;
+    cj[j] = std::sqrt(cj[j]);
+    for (std::size_t i = j + 1; i < n; ++i) cj[i] /= cj[j];
+  }
+  return true;
+}
+}  // namespace
 
 #ifdef KT_GP_X86_SIMD
 namespace {
@@ -213,6 +235,123 @@ __attribute__((target("avx2,fma"))) void trsv_lower_t_avx2(const double* L, std:
   }
 }
 
+// x[0:rows] -= A[0:rows, 0:cols] z, four columns per pass over x.
+__attribute__((target("avx2,fma"))) void gemv_sub_avx2(const double* A, std::size_t ld, std::size_t rows,
+                                                       std::size_t cols, const double* z, double* x) {
+  std::size_t j = 0;
+  for (; j + 4 <= cols; j += 4) {
+    const double *c0 = A + j * ld, *c1 = c0 + ld, *c2 = c1 + ld, *c3 = c2 + ld;
+    const double z0 = z[j], z1 = z[j + 1], z2 = z[j + 2], z3 = z[j + 3];
+    std::size_t i = 0;
+    for (; i + 4 <= rows; i += 4)
+      store4(x + i, load4(x + i) - load4(c0 + i) * z0 - load4(c1 + i) * z1 - load4(c2 + i) * z2 - load4(c3 + i) * z3);
+    for (; i < rows; ++i) x[i] = x[i] - c0[i] * z0 - c1[i] * z1 - c2[i] * z2 - c3[i] * z3;
+  }
+  for (; j < cols; ++j)
+    for (std::size_t i = 0; i < rows; ++i) x[i] -= A[j * ld + i] * z[j];
+}
+
+// Cholesky, right-looking in panels of kPanel columns: each panel's columns left-looking over every row
+// below the diagonal (vectorised down the rows), then the trailing lower triangle less P P^T (P: the panel's
+// rows below it) in 8 x 4 register tiles read from a packed copy of P (LAPACK potrf's blocking, by hand:
+// Eigen's blocked LLT runs on 2-wide SSE2 at the project's baseline flags).
+constexpr std::size_t kPanel = 64;
+
+__attribute__((target("avx2,fma"), always_inline)) inline v4d bcast(double x) { return v4d{x, x, x, x}; }
+
+// Columns [j0, j1) of the factor, given that earlier panels were already subtracted from them.
+__attribute__((target("avx2,fma"))) bool potrf_panel_avx2(double* A, std::size_t ld, std::size_t n,
+                                                          std::size_t j0, std::size_t j1) {
+  for (std::size_t j = j0; j < j1; ++j) {
+    double* cj = A + j * ld;
+    std::size_t p = j0;
+    for (; p + 4 <= j; p += 4) {  // cj[j:n] -= A[j:n, p:p+4] A[j, p:p+4]^T
+      const double *c0 = A + p * ld, *c1 = c0 + ld, *c2 = c1 + ld, *c3 = c2 + ld;
+      const v4d f0 = bcast(c0[j]), f1 = bcast(c1[j]), f2 = bcast(c2[j]), f3 = bcast(c3[j]);
+      std::size_t i = j;
+      for (; i + 4 <= n; i += 4)
+        store4(cj + i, load4(cj + i) - load4(c0 + i) * f0 - load4(c1 + i) * f1 - load4(c2 + i) * f2 -
+                           load4(c3 + i) * f3);
+      for (; i < n; ++i) cj[i] = cj[i] - c0[i] * c0[j] - c1[i] * c1[j] - c2[i] * c2[j] - c3[i] * c3[j];
+    }
+    for (; p < j; ++p) {
+      const double* c0 = A + p * ld;
+      const double f = c0[j];
+      for (std::size_t i = j; i < n; ++i) cj[i] -= c0[i] * f;
+    }
+    const double d = cj[j];
+    if (!(d > 0.0) || !std::isfinite(d)) return false;
+    const double l = std::sqrt(d);
+    cj[j] = l;
+    const v4d lv = bcast(l);
+    std::size_t i = j + 1;
+    for (; i + 4 <= n; i += 4) store4(cj + i, load4(cj + i) / lv);
+    for (; i < n; ++i) cj[i] /= l;
+  }
+  return true;
+}
+
+// A[r0:n, r0:n] (lower triangle) -= P P^T, P = A[r0:n, j0:r0], from `pack`: P in tiles of 8 rows, each
+// tile kb x 8 row-major (rows past n zero).
+__attribute__((target("avx2,fma"))) void potrf_update_avx2(double* A, std::size_t ld, std::size_t n, std::size_t j0,
+                                                           std::size_t r0, double* pack) {
+  const std::size_t kb = r0 - j0, m = n - r0, tiles = (m + 7) / 8;
+  std::memset(pack, 0, tiles * kb * 8 * sizeof(double));
+  for (std::size_t p = 0; p < kb; ++p) {
+    const double* cp = A + (j0 + p) * ld + r0;
+    for (std::size_t t = 0; t * 8 < m; ++t)
+      for (std::size_t r = 0; r < 8 && t * 8 + r < m; ++r) pack[t * kb * 8 + p * 8 + r] = cp[t * 8 + r];
+  }
+  for (std::size_t jc = 0; jc < m; jc += 4) {
+    const double* B = pack + (jc / 8) * kb * 8 + jc % 8;  // rows jc..jc+3 of P: the tile's columns
+    for (std::size_t it = jc / 8; it < tiles; ++it) {
+      const double* P = pack + it * kb * 8;
+      v4d c00 = {}, c01 = {}, c02 = {}, c03 = {}, c10 = {}, c11 = {}, c12 = {}, c13 = {};
+      for (std::size_t q = 0; q < kb; ++q) {
+        const v4d a0 = load4(P + q * 8), a1 = load4(P + q * 8 + 4);
+        const double* b = B + q * 8;
+        const v4d b0 = bcast(b[0]), b1 = bcast(b[1]), b2 = bcast(b[2]), b3 = bcast(b[3]);
+        c00 += a0 * b0;
+        c10 += a1 * b0;
+        c01 += a0 * b1;
+        c11 += a1 * b1;
+        c02 += a0 * b2;
+        c12 += a1 * b2;
+        c03 += a0 * b3;
+        c13 += a1 * b3;
+      }
+      const v4d c[2][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13}};
+      const std::size_t i0 = it * 8;
+      if (i0 >= jc + 3 && i0 + 8 <= m && jc + 4 <= m) {  // wholly below the diagonal and inside
+        for (int k = 0; k < 4; ++k) {
+          double* col = A + (r0 + jc + static_cast<std::size_t>(k)) * ld + r0 + i0;
+          store4(col, load4(col) - c[0][k]);
+          store4(col + 4, load4(col + 4) - c[1][k]);
+        }
+        continue;
+      }
+      double t[4][8];
+      for (int k = 0; k < 4; ++k) {
+        store4(t[k], c[0][k]);
+        store4(t[k] + 4, c[1][k]);
+      }
+      for (std::size_t k = 0; k < 4 && jc + k < m; ++k)
+        for (std::size_t r = 0; r < 8; ++r)
+          if (i0 + r >= jc + k && i0 + r < m) A[(r0 + jc + k) * ld + r0 + i0 + r] -= t[k][r];
+    }
+  }
+}
+
+bool potrf_lower_avx2(double* A, std::size_t ld, std::size_t n) {
+  std::vector<double> pack(((n + 7) / 8) * 8 * kPanel);
+  for (std::size_t j0 = 0; j0 < n; j0 += kPanel) {
+    const std::size_t j1 = std::min(n, j0 + kPanel);
+    if (!potrf_panel_avx2(A, ld, n, j0, j1)) return false;
+    if (j1 < n) potrf_update_avx2(A, ld, n, j0, j1, pack.data());
+  }
+  return true;
+}
+
 bool detect() noexcept {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -263,6 +402,17 @@ void trsv_lower(const double* L, std::size_t ld, double* x, std::size_t n) noexc
   }
 }
 
+void gemv_sub(const double* A, std::size_t ld, std::size_t rows, std::size_t cols, const double* z,
+              double* x) noexcept {
+  if (available()) return gemv_sub_avx2(A, ld, rows, cols, z, x);
+  gemv_sub_scalar(A, ld, rows, cols, z, x);
+}
+
+bool potrf_lower(double* A, std::size_t ld, std::size_t n) {
+  if (available()) return potrf_lower_avx2(A, ld, n);
+  return potrf_lower_scalar(A, ld, n);
+}
+
 void trsv_lower_t(const double* L, std::size_t ld, double* x, std::size_t n) noexcept {
   if (available()) return trsv_lower_t_avx2(L, ld, x, n);
   for (std::size_t j = n; j-- > 0;) {
@@ -300,6 +450,11 @@ void trsv_lower(const double* L, std::size_t ld, double* x, std::size_t n) noexc
     x[j] /= L[j * ld + j];
     for (std::size_t i = j + 1; i < n; ++i) x[i] -= L[j * ld + i] * x[j];
   }
+}
+bool potrf_lower(double* A, std::size_t ld, std::size_t n) { return potrf_lower_scalar(A, ld, n); }
+void gemv_sub(const double* A, std::size_t ld, std::size_t rows, std::size_t cols, const double* z,
+              double* x) noexcept {
+  gemv_sub_scalar(A, ld, rows, cols, z, x);
 }
 void trsv_lower_t(const double* L, std::size_t ld, double* x, std::size_t n) noexcept {
   for (std::size_t j = n; j-- > 0;) {

@@ -1,4 +1,5 @@
-// Elementwise kernel profiles over arrays, vectorised with AVX2/FMA where the CPU has them (run-time check).
+// Elementwise kernel profiles over arrays and the GP's dense linear algebra (substitutions, panel products,
+// Cholesky), vectorised with AVX2/FMA where the CPU has them (run-time check).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,16 @@ void matern52(const double* r2, double* out, std::size_t n, double s2) noexcept;
 void matern52_grad(const double* r2, double* k, double* g, std::size_t n, double s2) noexcept;
 /// out_i = s2 exp(-r2_i / 2) (RBF). out may alias r2.
 void rbf(const double* r2, double* out, std::size_t n, double s2) noexcept;
+
+/// x[0:rows] -= A[0:rows, 0:cols] z for a column-major A with leading dimension ld.
+void gemv_sub(const double* A, std::size_t ld, std::size_t rows, std::size_t cols, const double* z,
+              double* x) noexcept;
+
+/// In-place lower Cholesky factor of the symmetric positive-definite n x n matrix A (column-major, leading
+/// dimension ld): the lower triangle is read and overwritten by the factor, the strict upper triangle is not
+/// touched. Blocked with AVX2/FMA register tiles where available (unblocked loops otherwise). False when a
+/// pivot is not positive and finite (A is then partly overwritten).
+bool potrf_lower(double* A, std::size_t ld, std::size_t n);
 
 /// Solve L x = b (trsv_lower) or L^T x = b (trsv_lower_t) in place for a lower-triangular n x n L stored
 /// column-major with leading dimension ld (only its lower triangle is read).

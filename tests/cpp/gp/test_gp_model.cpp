@@ -1,5 +1,7 @@
 // GP posterior vs a direct dense solve, marginal likelihood and its gradient, rank-1 updates, fitting.
 #include <cmath>
+#include <iterator>
+#include <limits>
 
 #include <Eigen/LU>
 #include <gtest/gtest.h>
@@ -107,18 +109,37 @@ TEST_P(GPModel, ScreenGivesExactMeanAndVarianceUpperBound) {
   EXPECT_GT(strict, 100);  // a real bound, not the exact variance
 }
 
-TEST_P(GPModel, ScreenCrossOutputGivesExactVariances) {
-  Data d = make_data(3, 45, 15);
+// predict_screen's cross covariances solved in steps: the variance given the first j points is that of a model
+// of those j points alone (same hyperparameters), it only shrinks with j, and the last step is predict()'s.
+TEST_P(GPModel, PrefixSolvesGiveTheVarianceOfEachPrefixModel) {
+  Data d = make_data(3, 150, 15);  // > two Cholesky panels
   GaussianProcess gp = make_gp(GetParam(), d);
+  ASSERT_EQ(gp.jitter(), 0.0);
   Data q = make_data(3, 200, 16);  // > one block of 128 candidates
-  Eigen::VectorXd mu, var, mu_s, var_ub, var_c;
+  Eigen::VectorXd mu, var, mu_s, var_ub;
   gp.predict(q.X, mu, var, 1);
   Eigen::MatrixXd cross(d.X.cols(), q.X.cols());
   gp.predict_screen(q.X, mu_s, var_ub, 2, cross.data());
   Eigen::MatrixXd Kref = gp.kernel().cross(d.X, q.X);
   EXPECT_LT((cross - Kref).cwiseAbs().maxCoeff(), 1e-12);
-  gp.variance_from_cross(cross, var_c);
-  EXPECT_LT((var_c - var).cwiseAbs().maxCoeff(), 1e-10 * (1 + var.maxCoeff()));
+  const Eigen::Index steps[] = {0, 7, 40, 64, 101, 150};
+  Eigen::VectorXd prev = Eigen::VectorXd::Constant(q.X.cols(), std::numeric_limits<double>::infinity());
+  for (std::size_t s = 1; s < std::size(steps); ++s) {
+    Data head{d.X.leftCols(steps[s]), d.y.head(steps[s])};
+    GaussianProcess sub = make_gp(GetParam(), head);
+    Eigen::VectorXd mu_h, var_h;
+    sub.predict(q.X, mu_h, var_h, 1);
+    // Variances are on the original scale: each model's own output standardisation.
+    const double rescale = std::pow(gp.y_std() / sub.y_std(), 2);
+    for (Eigen::Index c = 0; c < q.X.cols(); ++c) {
+      const double v = gp.solve_cross_prefix(cross.col(c).data(), steps[s - 1], steps[s]);
+      EXPECT_NEAR(v, var_h[c] * rescale, 1e-9 * (1 + var_h[c] * rescale)) << "step " << steps[s] << " c " << c;
+      EXPECT_LE(v, prev[c] * (1 + 1e-12)) << "step " << steps[s] << " c " << c;
+      prev[c] = v;
+    }
+  }
+  EXPECT_LT((prev - var).cwiseAbs().maxCoeff(), 1e-10 * (1 + var.maxCoeff()));
+  EXPECT_THROW(gp.solve_cross_prefix(cross.col(0).data(), 5, 151), kubetune::InvalidArgument);
 }
 
 // The two-part factorisation (blocked Cholesky of a prefix + bordered rows) gives the same posterior as a

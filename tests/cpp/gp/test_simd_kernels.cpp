@@ -136,3 +136,59 @@ TEST(GPSimdKernels, TriangularSolvesMatchEigen) {
     simd::set_scalar_only(false);
   }
 }
+
+// The blocked Cholesky (panels of 64, 8 x 4 tiles) against Eigen's LLT, on sizes around the tile and panel
+// edges, stored with a leading dimension > n; only the lower triangle is read or written.
+TEST(GPSimdKernels, CholeskyMatchesEigenAndLeavesTheRestAlone) {
+  kubetune::Rng rng(8);
+  for (int n : {1, 3, 8, 9, 63, 64, 65, 133, 200}) {
+    Eigen::MatrixXd R(n, n + 4);
+    for (int j = 0; j < n + 4; ++j)
+      for (int i = 0; i < n; ++i) R(i, j) = rng.uniform() - 0.5;
+    const Eigen::MatrixXd A = R * R.transpose() + 1e-3 * Eigen::MatrixXd::Identity(n, n);
+    const Eigen::MatrixXd L = A.llt().matrixL();
+    for (bool scalar : {false, true}) {
+      simd::set_scalar_only(scalar);
+      Eigen::MatrixXd big = Eigen::MatrixXd::Constant(n + 3, n, 7.0);
+      big.topRows(n).triangularView<Eigen::Lower>() = A;
+      ASSERT_TRUE(simd::potrf_lower(big.data(), static_cast<std::size_t>(n + 3), static_cast<std::size_t>(n)));
+      const Eigen::MatrixXd got = big.topRows(n).triangularView<Eigen::Lower>();
+      EXPECT_LT((got - L).cwiseAbs().maxCoeff(), 1e-12 * L.cwiseAbs().maxCoeff()) << n << " scalar " << scalar;
+      EXPECT_TRUE((big.topRows(n).triangularView<Eigen::StrictlyUpper>().toDenseMatrix().array() ==
+                   Eigen::MatrixXd(Eigen::MatrixXd::Constant(n, n, 7.0).triangularView<Eigen::StrictlyUpper>()).array())
+                      .all());
+      EXPECT_TRUE((big.bottomRows(3).array() == 7.0).all());
+    }
+    simd::set_scalar_only(false);
+  }
+  for (bool scalar : {false, true}) {  // not positive definite: refused at the first bad pivot
+    simd::set_scalar_only(scalar);
+    Eigen::MatrixXd A = Eigen::MatrixXd::Identity(70, 70);
+    A(68, 68) = -1.0;
+    EXPECT_FALSE(simd::potrf_lower(A.data(), 70, 70));
+  }
+  simd::set_scalar_only(false);
+}
+
+TEST(GPSimdKernels, PanelProductMatchesEigen) {
+  kubetune::Rng rng(9);
+  for (int rows : {1, 5, 37}) {
+    for (int cols : {0, 3, 9}) {
+      Eigen::MatrixXd A(rows + 2, cols);
+      for (int j = 0; j < cols; ++j)
+        for (int i = 0; i < rows + 2; ++i) A(i, j) = rng.uniform() - 0.5;
+      Eigen::VectorXd z(cols), x(rows);
+      for (int j = 0; j < cols; ++j) z[j] = rng.uniform();
+      for (int i = 0; i < rows; ++i) x[i] = rng.uniform();
+      const Eigen::VectorXd ref = x - A.topRows(rows) * z;
+      for (bool scalar : {false, true}) {
+        simd::set_scalar_only(scalar);
+        Eigen::VectorXd y = x;
+        simd::gemv_sub(A.data(), static_cast<std::size_t>(rows + 2), static_cast<std::size_t>(rows),
+                       static_cast<std::size_t>(cols), z.data(), y.data());
+        EXPECT_LT((y - ref).cwiseAbs().maxCoeff(), 1e-14) << rows << " x " << cols << " scalar " << scalar;
+      }
+      simd::set_scalar_only(false);
+    }
+  }
+}

@@ -100,12 +100,18 @@ class GaussianProcess {
   /// Cheap first stage of candidate scoring, O(n) per point: the exact posterior mean and an upper bound on
   /// the posterior variance (the variance given only the single most correlated training point, which can
   /// only shrink as points are added). No triangular solves.
-  /// If `cross` is non-null it receives k(X, Xs) (n x m, column-major) for variance_from_cross().
+  /// If `cross` is non-null it receives k(X, Xs) (n x m, column-major) for solve_cross_prefix().
   void predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var_upper,
                       int threads = 1, double* cross = nullptr) const;
-  /// Exact posterior variances (original scale) of points whose cross covariances k(X, x_j) are the columns
-  /// of Ks (n x m, overwritten by L^-1 Ks): one triangular solve, no kernel evaluations.
-  void variance_from_cross(Eigen::MatrixXd& Ks, Eigen::VectorXd& var) const;
+  /// Progressive exact variance of one point x from its cross covariances k = k(X, x) (size() entries,
+  /// as predict_screen writes them), for branch and bound over candidates. The first `from` entries of k
+  /// hold z = L_from^-1 k_from from earlier calls (from = 0: none); this call extends that to the first `to`
+  /// entries (the leading block of the factor is the factor of the leading block: one panel product and
+  /// one triangular solve, O(to^2 - from^2)) and returns the posterior variance of f(x) given the first
+  /// `to` training points (original scale, floored). It can only shrink as `to` grows (conditioning on more
+  /// points never increases the variance), and at to = size() it is the exact posterior variance. The
+  /// arithmetic depends only on the sequence of (from, to) steps, so a fixed schedule gives fixed bits.
+  double solve_cross_prefix(double* k, Eigen::Index from, Eigen::Index to) const;
   /// Posterior at one point, with gradients of mean and variance w.r.t. x (each length D) if non-null.
   void predict_one(const double* x, double& mean, double& var, double* dmean = nullptr,
                    double* dvar = nullptr) const;
@@ -122,6 +128,15 @@ class GaussianProcess {
  private:
   struct FitWorkspace;  // n x n buffers reused across the likelihood evaluations of one fit
   void factorize();
+  // The factor L() of K + (noise + jitter) I (K's lower triangle read), escalating the jitter.
+  void factor_jittered(const Eigen::MatrixXd& K);
+  // v <- L_m^-1 v with the factor's leading m x m block, and v <- L^-T v (length size()): AVX2 substitutions
+  // where the CPU has them, else Eigen's.
+  void solve_lower(double* v, Eigen::Index m) const;
+  void solve_lower_t(double* v) const;
+  void update_alpha();  // alpha_ = K^-1 (y - mean) from the factor
+  // Lbuf_ as capacity x capacity with its top-left keep x keep block kept and every other entry zero.
+  void reserve_factor(Eigen::Index keep, Eigen::Index capacity);
   void add_log_prior(HyperPrior prior, double& lml, Eigen::VectorXd* grad) const;
   // factorize() + log_marginal_likelihood(&grad, prior) sharing one kernel pass, in ws's buffers.
   double fit_objective(FitWorkspace& ws, Eigen::VectorXd& grad, HyperPrior prior);
@@ -133,7 +148,11 @@ class GaussianProcess {
   double jitter_ = 0.0;
   Eigen::MatrixXd X_;
   Eigen::VectorXd y_;      // standardised targets
-  Eigen::MatrixXd L_;      // lower Cholesky factor of K + (noise + jitter) I
+  // Lower Cholesky factor of K + (noise + jitter) I: the top-left size() x size() block of Lbuf_, whose other
+  // entries are zero (room for kSpare add_observation calls without copying the factor).
+  static constexpr Eigen::Index kSpare = 16;
+  Eigen::MatrixXd Lbuf_;
+  Eigen::Block<const Eigen::MatrixXd> L() const { return Lbuf_.topLeftCorner(X_.cols(), X_.cols()); }
   Eigen::VectorXd alpha_;  // K^-1 (y - mean)
 };
 
