@@ -40,6 +40,23 @@ func call(f func(errOut **C.char) C.int) error {
 // cstr converts s for one call; the caller frees it.
 func cstr(s string) *C.char { return C.CString(s) }
 
+// stateJSON reads a handle's state through a kt_*_state_json function.
+func stateJSON(f func(out, errOut **C.char) C.int) (string, error) {
+	var out *C.char
+	if err := call(func(e **C.char) C.int { return f(&out, e) }); err != nil {
+		return "", err
+	}
+	defer C.kt_free_string(out)
+	return C.GoString(out), nil
+}
+
+// restoreJSON sets a handle's state through a kt_*_restore function.
+func restoreJSON(state string, f func(state *C.char, errOut **C.char) C.int) error {
+	s := cstr(state)
+	defer C.free(unsafe.Pointer(s))
+	return call(func(e **C.char) C.int { return f(s, e) })
+}
+
 // KpaFleet is a batch of Knative KPA deciders sharing one config and revision spec.
 type KpaFleet struct {
 	h *C.kt_kpa_fleet
@@ -71,6 +88,16 @@ func NewKpaFleet(configJSON, revisionJSON string, n int, now time.Duration) (*Kp
 
 // Close frees the fleet.
 func (f *KpaFleet) Close() { C.kt_kpa_fleet_free(f.h) }
+
+// State returns every decider's state (panic mode, scale-down delay window) as JSON, to persist across restarts.
+func (f *KpaFleet) State() (string, error) {
+	return stateJSON(func(out, e **C.char) C.int { return C.kt_kpa_fleet_state_json(f.h, out, e) })
+}
+
+// Restore sets a State() into a fleet created with the same size, config and revision.
+func (f *KpaFleet) Restore(state string) error {
+	return restoreJSON(state, func(s *C.char, e **C.char) C.int { return C.kt_kpa_fleet_restore(f.h, s, e) })
+}
 
 // Decide runs one tick at `now` for every revision (inputs one entry per revision).
 func (f *KpaFleet) Decide(now time.Duration, ready []int32, stable, panic []float64) ([]KpaDecision, error) {
@@ -225,6 +252,17 @@ func NewKpaScaler(configJSON, revisionJSON string, now time.Duration, initialRep
 
 // Close frees the scaler.
 func (s *KpaScaler) Close() { C.kt_kpa_scaler_free(s.h) }
+
+// State returns the scaler's state (the PodAutoscaler's Active condition and its time, ScaleTargetInitialized, SKS
+// mode, replicas) as JSON.
+func (s *KpaScaler) State() (string, error) {
+	return stateJSON(func(out, e **C.char) C.int { return C.kt_kpa_scaler_state_json(s.h, out, e) })
+}
+
+// Restore sets a state, from State() or built from the live PodAutoscaler's status.
+func (s *KpaScaler) Restore(state string) error {
+	return restoreJSON(state, func(st *C.char, e **C.char) C.int { return C.kt_kpa_scaler_restore(s.h, st, e) })
+}
 
 // Reconcile applies the decider's desired count (< 0: no data) at `now`; probe is -1 (not probed), 0 (failed)
 // or 1 (succeeded).

@@ -1,6 +1,7 @@
-// An operator's view of libkubetune: one KPA fleet tick, one HPA reconcile with its status conditions, a
-// batch of HPAs in one call, a KPA scaler timing out an activation, an activator's throttler share, and a
-// rejected configuration showing the library's error message.
+// An operator's view of libkubetune: one KPA fleet tick and its state persisted across a restart, one HPA
+// reconcile with its status conditions, a batch of HPAs in one call, a KPA scaler timing out an activation and
+// one restored from a PodAutoscaler's status, an activator's throttler share, and a rejected configuration
+// showing the library's error message.
 package main
 
 import (
@@ -30,6 +31,29 @@ func run() error {
 	for i, d := range kpa {
 		fmt.Printf("kpa revision=%d desired=%d ebc=%d activators=%d panicking=%t\n", i, d.Desired,
 			d.ExcessBurstCapacity, d.Activators, d.Panicking)
+	}
+
+	// An operator restart: the fleet's state is persisted, a new fleet created from the same config and
+	// restored; revision 0 is still panicking and keeps its 10 pods on a calm tick.
+	state, err := fleet.State()
+	if err != nil {
+		return err
+	}
+	restarted, err := NewKpaFleet("{}", `{"container_concurrency": 10}`, 3, 0)
+	if err != nil {
+		return err
+	}
+	defer restarted.Close()
+	if err := restarted.Restore(state); err != nil {
+		return err
+	}
+	calm, err := restarted.Decide(2*time.Second, []int32{1, 4, 10}, []float64{0, 0, 0}, []float64{0, 0, 0})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kpa restored revision=0 desired=%d panicking=%t\n", calm[0].Desired, calm[0].Panicking)
+	if err := restarted.Restore("[]"); err != nil {
+		fmt.Printf("restore rejected: %v\n", err)
 	}
 
 	// An HPA without behaviour: a metric asking for 60 replicas from 3 is capped at max(2 x 3, 4).
@@ -82,6 +106,23 @@ func run() error {
 		fmt.Printf("kpa scaler t=%v want=%d replicas=%d state=%s reason=%s requeue=%s\n", t, st.Want, st.Replicas,
 			st.State, st.Reason, requeue)
 	}
+
+	// A PodAutoscaler read back as Inactive although min-scale is 11, with 10 pods (knative kpa_test.go
+	// "want=1, underscaled, PA inactive"): a desired scale of 1 raises it to 11 and marks it Activating.
+	minScale, err := NewKpaScaler("{}", `{"min_scale": 11}`, 0, 10)
+	if err != nil {
+		return err
+	}
+	defer minScale.Close()
+	if err := minScale.Restore(`{"pa_state": "inactive", "reason": "NoTraffic", "since_s": 0,
+		"scale_target_initialized": true, "proxy_mode": true, "proxy_since_s": 0, "replicas": 10}`); err != nil {
+		return err
+	}
+	st, err := minScale.Reconcile(10*time.Second, 1, 0, 10, -1)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kpa min-scale inactive -> replicas=%d state=%s\n", st.Replicas, st.State)
 
 	// Activator 0 of 2 for a revision of 5 pods with containerConcurrency 1: two trackers plus the remnant.
 	share, err := ActivatorShare(5, 1, 2, 0)

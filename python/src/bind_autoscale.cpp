@@ -136,6 +136,24 @@ struct HpaFleet {
   std::vector<as::HpaController> hpas;
 };
 
+// State snapshots cross as the C++ JSON form: a dict (a list for a fleet) out; a dict, list or JSON string in.
+py::object from_json_text(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
+std::string to_json_text(const py::object& state) {
+  if (py::isinstance<py::str>(state)) return state.cast<std::string>();
+  return py::module_::import("json").attr("dumps")(state).cast<std::string>();
+}
+
+// snapshot() / restore(state) of a class whose C++ type has snapshot(), restore(State) and State::from_json.
+template <class T, class... Extra>
+void def_state(py::class_<T, Extra...>& cls) {
+  cls.def(
+         "snapshot", [](const T& x) { return from_json_text(x.snapshot().to_json()).template cast<py::dict>(); },
+         "The state as a JSON-ready dict, to persist across restarts (docs/autoscale.md)")
+      .def(
+          "restore", [](T& x, const py::object& state) { x.restore(T::State::from_json(to_json_text(state))); },
+          py::arg("state"), "Replaces the state with a snapshot() (dict or JSON string); all or nothing");
+}
+
 std::vector<std::optional<std::int32_t>> proposals_from(const py::sequence& seq) {
   std::vector<std::optional<std::int32_t>> p;
   for (auto h : seq) {
@@ -302,8 +320,9 @@ void bind_autoscale(py::module_& parent) {
                ", num_activators=" + std::to_string(r.num_activators) + ", scale_valid=" +
                (r.scale_valid ? "True" : "False") + ", panicking=" + (r.panicking ? "True" : "False") + ")";
       });
-  py::class_<as::KpaDecider>(m, "KpaDecider", "Knative KPA decider (panic mode, rate limits, scale-down delay)")
-      .def(py::init<const as::DeciderSpec&, std::int32_t, double>(), py::arg("spec"),
+  py::class_<as::KpaDecider> decider(m, "KpaDecider",
+                                     "Knative KPA decider (panic mode, rate limits, scale-down delay)");
+  decider.def(py::init<const as::DeciderSpec&, std::int32_t, double>(), py::arg("spec"),
            py::arg("ready_pods_at_start") = 0, py::arg("now") = 0.0)
       .def("decide", &as::KpaDecider::decide, py::arg("now"), py::arg("ready_pods"), py::arg("observed_stable"),
            py::arg("observed_panic"))
@@ -313,6 +332,7 @@ void bind_autoscale(py::module_& parent) {
       .def_property_readonly("panicking", &as::KpaDecider::panicking)
       .def_property_readonly("panic_time", &as::KpaDecider::panic_time)
       .def_property_readonly("max_panic_pods", &as::KpaDecider::max_panic_pods);
+  def_state(decider);
   py::class_<KpaFleet>(m, "KpaFleet", "Many KPA deciders decided in one batch call (numpy in and out)")
       .def(py::init([](const as::DeciderSpec& spec, std::size_t n, std::optional<py::array_t<std::int32_t>> ready,
                        double now) {
@@ -361,7 +381,20 @@ void bind_autoscale(py::module_& parent) {
             return r;
           },
           py::arg("now"), py::arg("ready_pods"), py::arg("observed_stable"), py::arg("observed_panic"),
-          py::arg("threads") = 1);
+          py::arg("threads") = 1)
+      .def(
+          "snapshot",
+          [](const KpaFleet& f) {
+            return from_json_text(as::kpa_fleet_snapshot_json(f.deciders.data(), f.deciders.size()))
+                .cast<py::list>();
+          },
+          "The deciders' states, one dict each, to persist across restarts")
+      .def(
+          "restore",
+          [](KpaFleet& f, const py::object& state) {
+            as::kpa_fleet_restore_json(f.deciders.data(), f.deciders.size(), to_json_text(state));
+          },
+          py::arg("state"), "Replaces every decider's state with snapshot()'s list (or its JSON); all or nothing");
 
   py::class_<as::Stat>(m, "Stat", "A metric report: concurrency and request count (minus what the activator saw)")
       .def(py::init([](double time, double concurrency, double proxied_concurrency, double request_count,
@@ -378,7 +411,8 @@ void bind_autoscale(py::module_& parent) {
       .def_readonly("stable", &as::KpaMetricCollector::Observed::stable)
       .def_readonly("panic", &as::KpaMetricCollector::Observed::panic)
       .def_readonly("has_data", &as::KpaMetricCollector::Observed::has_data);
-  py::class_<as::KpaMetricCollector>(m, "KpaMetricCollector", "Stable and panic windows of one revision")
+  py::class_<as::KpaMetricCollector> collector(m, "KpaMetricCollector", "Stable and panic windows of one revision");
+  collector
       .def(py::init<double, double, as::Aggregation>(), py::arg("stable_window_s") = 60.0, py::kw_only(),
            py::arg("panic_window_s") = 6.0, py::arg("aggregation") = as::Aggregation::kLinear)
       .def(py::init([](const py::args& args, const py::kwargs& kw) {
@@ -406,6 +440,7 @@ void bind_autoscale(py::module_& parent) {
       .def("concurrency", &as::KpaMetricCollector::concurrency, py::arg("now"))
       .def("rps", &as::KpaMetricCollector::rps, py::arg("now"))
       .def_property_readonly("panic_window_s", &as::KpaMetricCollector::panic_window_s);
+  def_state(collector);
   py::class_<as::ScalerStep>(m, "ScalerStep")
       .def_readonly("want", &as::ScalerStep::want)
       .def_readonly("applied", &as::ScalerStep::applied)
@@ -415,7 +450,9 @@ void bind_autoscale(py::module_& parent) {
       .def_readonly("reason", &as::ScalerStep::reason)
       .def_readonly("requeue_after_s", &as::ScalerStep::requeue_after_s)
       .def_readonly("probe_activator", &as::ScalerStep::probe_activator);
-  py::class_<as::KpaScaler>(m, "KpaScaler", "KPA scaler: bounds, initial scale, scale-to-zero gating, PA state")
+  py::class_<as::KpaScaler> scaler(m, "KpaScaler",
+                                   "KPA scaler: bounds, initial scale, scale-to-zero gating, PA state");
+  scaler
       .def(py::init<const as::KpaConfig&, const as::KpaRevision&, double, std::int32_t>(), py::arg("config"),
            py::arg("revision"), py::arg("now") = 0.0, py::arg("initial_replicas") = -1)
       .def("reconcile", &as::KpaScaler::reconcile, py::arg("now"), py::arg("decision"), py::arg("ready_pods"),
@@ -428,13 +465,16 @@ void bind_autoscale(py::module_& parent) {
       .def_property_readonly("proxy_mode", &as::KpaScaler::proxy_mode)
       .def_property_readonly("scale_target_initialized", &as::KpaScaler::scale_target_initialized)
       .def("scale_bounds", &as::KpaScaler::scale_bounds);
-  py::class_<as::KpaAutoscaler>(m, "KpaAutoscaler", "Collector + decider + scaler of one revision")
+  def_state(scaler);
+  py::class_<as::KpaAutoscaler> autoscaler(m, "KpaAutoscaler", "Collector + decider + scaler of one revision");
+  autoscaler
       .def(py::init<const as::KpaConfig&, const as::KpaRevision&, double, std::int32_t>(),
            py::arg("config") = as::KpaConfig{}, py::arg("revision") = as::KpaRevision{}, py::arg("now") = 0.0,
            py::arg("initial_replicas") = -1)
       .def("record", &as::KpaAutoscaler::record, py::arg("stat"))
       .def("tick", &as::KpaAutoscaler::tick, py::arg("now"), py::arg("ready_pods"))
       .def_property_readonly("last_decision", &as::KpaAutoscaler::last_decision);
+  def_state(autoscaler);
 
   // ------------------------------------------------------------------------------------------------- HPA
   py::class_<as::Tolerances>(m, "Tolerances")
@@ -555,8 +595,8 @@ void bind_autoscale(py::module_& parent) {
            py::arg("replicas"), py::arg("time"))
       .def_readwrite("replicas", &as::HpaController::Recommendation::replicas)
       .def_readwrite("time", &as::HpaController::Recommendation::time);
-  py::class_<as::HpaController>(m, "HpaController", "HPA controller state machine for one HPA")
-      .def(py::init<const as::HpaSpec&, const as::HpaControllerConfig&>(), py::arg("spec"),
+  py::class_<as::HpaController> hpa(m, "HpaController", "HPA controller state machine for one HPA");
+  hpa.def(py::init<const as::HpaSpec&, const as::HpaControllerConfig&>(), py::arg("spec"),
            py::arg("config") = as::HpaControllerConfig{})
       .def(
           "reconcile",
@@ -569,6 +609,7 @@ void bind_autoscale(py::module_& parent) {
       .def_property_readonly("recommendations", &as::HpaController::recommendations)
       .def("set_recommendations", &as::HpaController::set_recommendations, py::arg("recommendations"),
            "Replace the recommendation history (e.g. restored after a restart); [] stays empty");
+  def_state(hpa);
   py::class_<HpaFleet>(m, "HpaFleet", "Many HPAs with one spec, reconciled in one batch call (numpy in and out)")
       .def(py::init([](const as::HpaSpec& spec, std::size_t n, const as::HpaControllerConfig& config) {
              auto f = std::make_unique<HpaFleet>();

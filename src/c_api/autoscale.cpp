@@ -112,6 +112,20 @@ KT_API int kt_kpa_fleet_decide(kt_kpa_fleet* fleet, double now, size_t n, const 
   KT_API_END(err_out)
 }
 
+KT_API int kt_kpa_fleet_state_json(const kt_kpa_fleet* fleet, char** out_json, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(fleet && out_json, InvalidArgument, "fleet and out_json must not be NULL");
+  *out_json = kubetune::capi::dup_string(as::kpa_fleet_snapshot_json(fleet->deciders.data(), fleet->deciders.size()));
+  KT_API_END(err_out)
+}
+
+KT_API int kt_kpa_fleet_restore(kt_kpa_fleet* fleet, const char* state_json, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(fleet && state_json, InvalidArgument, "fleet and state_json must not be NULL");
+  as::kpa_fleet_restore_json(fleet->deciders.data(), fleet->deciders.size(), state_json);
+  KT_API_END(err_out)
+}
+
 KT_API int kt_kpa_scrape_sample_size(int32_t population, int32_t* out, char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(out, InvalidArgument, "out must not be NULL");
@@ -160,6 +174,20 @@ KT_API int kt_kpa_scaler_activation_timeout(const kt_kpa_scaler* scaler, double*
   KT_API_END(err_out)
 }
 
+KT_API int kt_kpa_scaler_state_json(const kt_kpa_scaler* scaler, char** out_json, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(scaler && out_json, InvalidArgument, "scaler and out_json must not be NULL");
+  *out_json = kubetune::capi::dup_string(scaler->scaler.snapshot().to_json());
+  KT_API_END(err_out)
+}
+
+KT_API int kt_kpa_scaler_restore(kt_kpa_scaler* scaler, const char* state_json, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(scaler && state_json, InvalidArgument, "scaler and state_json must not be NULL");
+  scaler->scaler.restore(as::KpaScaler::State::from_json(state_json));
+  KT_API_END(err_out)
+}
+
 KT_API int kt_throttler_share(const kt_throttler_input* in, kt_throttler_result* out, char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(in && out, InvalidArgument, "in and out must not be NULL");
@@ -193,6 +221,20 @@ KT_API int kt_hpa_create(const char* spec_json, const char* controller_json, kt_
 }
 
 KT_API void kt_hpa_free(kt_hpa* hpa) { delete hpa; }
+
+KT_API int kt_hpa_state_json(const kt_hpa* hpa, char** out_json, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(hpa && out_json, InvalidArgument, "hpa and out_json must not be NULL");
+  *out_json = kubetune::capi::dup_string(hpa->controller.snapshot().to_json());
+  KT_API_END(err_out)
+}
+
+KT_API int kt_hpa_restore(kt_hpa* hpa, const char* state_json, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(hpa && state_json, InvalidArgument, "hpa and state_json must not be NULL");
+  hpa->controller.restore(as::HpaController::State::from_json(state_json));
+  KT_API_END(err_out)
+}
 
 KT_API int kt_hpa_reconcile(kt_hpa* hpa, double now, int32_t current_replicas, size_t n_metrics,
                             const int32_t* proposals, const uint8_t* valid, int32_t* desired_out, int* rescale_out,

@@ -1,5 +1,5 @@
-/* Plain-C99 test of the autoscale C API: KPA fleet batch decide and scaler, activator throttler, every kt_hpa_*
- * function (valid and invalid input), Erlang C, simulation. */
+/* Plain-C99 test of the autoscale C API: KPA fleet batch decide and scaler (and their persisted state), activator
+ * throttler, every kt_hpa_* function (valid and invalid input), Erlang C, simulation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,93 @@ static int invalid_with(int rc, char** err, const char* needle) {
   kt_free_string(*err);
   *err = NULL;
   return ok;
+}
+
+/* Two scalers step alike: every field of one reconcile's outcome. */
+static int same_step(const kt_kpa_scaler_step* a, const kt_kpa_scaler_step* b) {
+  return a->want == b->want && a->applied == b->applied && a->replicas == b->replicas &&
+         a->proxy_mode == b->proxy_mode && a->state == b->state && strcmp(a->reason, b->reason) == 0 &&
+         a->requeue_after_s == b->requeue_after_s && a->probe_activator == b->probe_activator;
+}
+
+/* Scaler and fleet state: set directly, read back, restored into a fresh object that then decides alike. */
+static int test_kpa_state(void) {
+  char* err = NULL;
+  char* json = NULL;
+  char* again = NULL;
+  kt_kpa_scaler* sc = NULL;
+  kt_kpa_scaler* copy = NULL;
+  kt_kpa_scaler_step a, b;
+  /* knative kpa_test.go:TestReconcile/want=1, underscaled, PA inactive: min-scale 11, 10 pods, PA inactive. */
+  CHECK(kt_kpa_scaler_create(NULL, "{\"min_scale\": 11}", 0.0, 10, &sc, NULL) == KT_OK);
+  CHECK(kt_kpa_scaler_restore(sc,
+                              "{\"pa_state\": \"inactive\", \"reason\": \"NoTraffic\", \"since_s\": 0, "
+                              "\"scale_target_initialized\": true, \"proxy_mode\": true, \"proxy_since_s\": 0, "
+                              "\"replicas\": 10}",
+                              &err) == KT_OK);
+  CHECK(kt_kpa_scaler_state_json(sc, &json, NULL) == KT_OK && strstr(json, "\"pa_state\":\"inactive\"") != NULL);
+  CHECK(kt_kpa_scaler_create(NULL, "{\"min_scale\": 11}", 0.0, 3, &copy, NULL) == KT_OK);
+  CHECK(kt_kpa_scaler_restore(copy, json, NULL) == KT_OK);
+  CHECK(kt_kpa_scaler_reconcile(sc, 10.0, 1, 0, 10, -1, &a, NULL) == KT_OK);
+  CHECK(a.replicas == 11 && a.applied == 1 && a.state == KT_PA_ACTIVATING && a.proxy_mode == 0);
+  CHECK(kt_kpa_scaler_reconcile(copy, 10.0, 1, 0, 10, -1, &b, NULL) == KT_OK && same_step(&a, &b));
+  CHECK(kt_kpa_scaler_reconcile(sc, 20.0, 0, 0, 12, -1, &a, NULL) == KT_OK);
+  CHECK(kt_kpa_scaler_reconcile(copy, 20.0, 0, 0, 12, -1, &b, NULL) == KT_OK && same_step(&a, &b));
+  CHECK(a.replicas == 11 && a.state == KT_PA_ACTIVE);
+  kt_free_string(json);
+  /* A bad state names the key and value and changes nothing. */
+  CHECK(kt_kpa_scaler_state_json(sc, &json, NULL) == KT_OK);
+  CHECK(invalid_with(kt_kpa_scaler_restore(sc,
+                                           "{\"pa_state\": \"active\", \"reason\": \"TimedOut\", \"since_s\": 0, "
+                                           "\"scale_target_initialized\": true, \"proxy_mode\": true, "
+                                           "\"proxy_since_s\": 0, \"replicas\": 10}",
+                                           &err),
+                     &err, "reason = 'TimedOut' is not a reason of pa_state = 'active'"));
+  CHECK(invalid_with(kt_kpa_scaler_restore(sc, "{\"pa_state\": \"active\"}", &err), &err, "missing key 'reason'"));
+  CHECK(invalid_with(kt_kpa_scaler_restore(sc, NULL, &err), &err, "must not be NULL"));
+  CHECK(invalid_with(kt_kpa_scaler_state_json(NULL, &again, &err), &err, "must not be NULL"));
+  CHECK(kt_kpa_scaler_state_json(sc, &again, NULL) == KT_OK && strcmp(json, again) == 0);
+  kt_free_string(json);
+  kt_free_string(again);
+  kt_kpa_scaler_free(sc);
+  kt_kpa_scaler_free(copy);
+
+  /* A fleet in panic with a scale-down delay window, persisted and restored into a fresh fleet. */
+  kt_kpa_fleet* f1 = NULL;
+  kt_kpa_fleet* f2 = NULL;
+  const char* cfg = "{\"scale_down_delay_s\": 10}";
+  CHECK(kt_kpa_fleet_create(cfg, "{\"container_concurrency\": 10}", 2, NULL, 0.0, &f1, NULL) == KT_OK);
+  CHECK(kt_kpa_fleet_create(cfg, "{\"container_concurrency\": 10}", 2, NULL, 0.0, &f2, NULL) == KT_OK);
+  const int32_t ready[2] = {1, 5};
+  const double stable[2] = {7.0, 35.0};
+  const double panic[2] = {70.0, 35.0};
+  const double calm[2] = {0.0, 0.0};
+  int32_t d1[2], d2[2];
+  uint8_t p1[2], p2[2];
+  CHECK(kt_kpa_fleet_decide(f1, 0.0, 2, ready, stable, panic, d1, NULL, NULL, p1, 1, NULL) == KT_OK);
+  CHECK(d1[0] == 10 && p1[0] == 1);
+  CHECK(kt_kpa_fleet_state_json(f1, &json, NULL) == KT_OK);
+  CHECK(strstr(json, "\"panicking\":true") != NULL && strstr(json, "\"delay_window\":[{\"pods\":10") != NULL);
+  CHECK(kt_kpa_fleet_restore(f2, json, NULL) == KT_OK);
+  for (int k = 1; k <= 40; ++k) { /* calm ticks: panic holds for the stable window, then the delay window */
+    CHECK(kt_kpa_fleet_decide(f1, 2.0 * k, 2, ready, calm, calm, d1, NULL, NULL, p1, 1, NULL) == KT_OK);
+    CHECK(kt_kpa_fleet_decide(f2, 2.0 * k, 2, ready, calm, calm, d2, NULL, NULL, p2, 1, NULL) == KT_OK);
+    CHECK(d1[0] == d2[0] && d1[1] == d2[1] && p1[0] == p2[0] && p1[1] == p2[1]);
+    if (k == 33) CHECK(d1[0] == 10 && p1[0] == 0); /* t = 66: panic over (0 + 60 < 62), the delay holds 10 */
+  }
+  CHECK(d1[0] == 0); /* t = 80: the 10 of t = 60 has left the 10 s delay window */
+  kt_free_string(json);
+  CHECK(invalid_with(kt_kpa_fleet_restore(f2, "[]", &err), &err, "array of 2 decider states, got 0 entries"));
+  CHECK(invalid_with(kt_kpa_fleet_restore(f2,
+                                          "[{\"panicking\": false, \"panic_time_s\": 0, \"max_panic_pods\": 0, "
+                                          "\"delay_window\": []}, {\"panicking\": false, \"panic_time_s\": 0, "
+                                          "\"max_panic_pods\": -3, \"delay_window\": []}]",
+                                          &err),
+                     &err, "KpaFleet state[1]: KpaDecider state.max_panic_pods = -3"));
+  CHECK(invalid_with(kt_kpa_fleet_state_json(f2, NULL, &err), &err, "must not be NULL"));
+  kt_kpa_fleet_free(f1);
+  kt_kpa_fleet_free(f2);
+  return 0;
 }
 
 /* The KPA scaler's actions: per-revision progress deadline (TimedOut), re-enqueue delay, activator probe. */
@@ -119,6 +206,20 @@ static int test_hpa(void) {
   CHECK(invalid_with(kt_hpa_reconcile(hpa, 0.0, 4, 2, props, valid, NULL, &rescale, &err), &err, "desired_out"));
   CHECK(invalid_with(kt_hpa_reconcile(NULL, 0.0, 4, 2, props, valid, &want, &rescale, &err), &err, "hpa"));
   CHECK(invalid_with(kt_hpa_reconcile(hpa, 0.0, 4, 2, NULL, valid, &want, &rescale, &err), &err, "proposals"));
+  /* Its recommendation history, persisted and injected into a fresh HPA: both hold 7 at t = 200 and agree. */
+  kt_hpa* copy = NULL;
+  int32_t want2 = 0;
+  int rescale2 = 0;
+  CHECK(kt_hpa_state_json(hpa, &json, NULL) == KT_OK && strstr(json, "\"recommendations\":[{\"replicas\":4") != NULL);
+  CHECK(kt_hpa_create("{\"minReplicas\": 1, \"maxReplicas\": 10}", NULL, &copy, NULL) == KT_OK);
+  CHECK(kt_hpa_restore(copy, json, NULL) == KT_OK);
+  kt_free_string(json);
+  CHECK(kt_hpa_reconcile(hpa, 200.0, 7, 2, low, NULL, &want, &rescale, NULL) == KT_OK);
+  CHECK(kt_hpa_reconcile(copy, 200.0, 7, 2, low, NULL, &want2, &rescale2, NULL) == KT_OK);
+  CHECK(want == 7 && want2 == 7 && rescale == rescale2);
+  CHECK(invalid_with(kt_hpa_restore(copy, "{\"history_started\": true}", &err), &err, "missing key 'recommendations'"));
+  CHECK(invalid_with(kt_hpa_restore(NULL, "{}", &err), &err, "must not be NULL"));
+  kt_hpa_free(copy);
   kt_hpa_free(hpa);
 
   /* Above maxReplicas: ScalingLimited True with TooManyReplicas. */
@@ -200,7 +301,7 @@ int main(void) {
         KT_ERR_INVALID);
   kt_kpa_fleet_free(fleet);
 
-  if (test_kpa_scaler() || test_throttler() || test_hpa() || test_hpa_fleet()) return 1;
+  if (test_kpa_scaler() || test_kpa_state() || test_throttler() || test_hpa() || test_hpa_fleet()) return 1;
 
   double c = 0;
   CHECK(kt_erlang_c(14, 10.0, &c, NULL) == KT_OK && fabs(c - 0.17413) < 1e-5);

@@ -42,5 +42,8 @@ def test_go_operator_example(tmp_path):
     assert "hpa fleet desired=[8 4 8]" in out
     assert "kpa scaler t=36s want=0 replicas=0 state=Inactive reason=TimedOut requeue=none" in out
     assert "activator capacity=3 trackers=[0 1 4]" in out
+    assert "kpa restored revision=0 desired=10 panicking=true" in out
+    assert "restore rejected: kubetune: code -1: KpaFleet state must be an array of 3 decider states, got 0" in out
+    assert "kpa min-scale inactive -> replicas=11 state=Activating" in out
     # The deliberate bad input: the library's message through err_out, naming the key.
     assert "rejected: kubetune: code -1: stable-window = 2s must be in [6s, 3600s] range" in out

@@ -25,6 +25,12 @@ KT_API int kt_kpa_fleet_decide(kt_kpa_fleet* fleet, double now, size_t n, const 
                                const double* observed_stable, const double* observed_panic, int32_t* desired_out,
                                int32_t* excess_burst_capacity_out, int32_t* num_activators_out,
                                uint8_t* panicking_out, int threads, char** err_out);
+/* The fleet's state, to persist across restarts: a JSON array with one object per decider (panicking,
+ * panic_time_s, max_panic_pods, delay_window: [{time_s, pods}], docs/autoscale.md); free with kt_free_string.
+ * kt_kpa_fleet_restore sets it back into a fleet of the same size and spec, all deciders or none; a bad state
+ * is KT_ERR_INVALID with the entry, key and value in err_out. */
+KT_API int kt_kpa_fleet_state_json(const kt_kpa_fleet* fleet, char** out_json, char** err_out);
+KT_API int kt_kpa_fleet_restore(kt_kpa_fleet* fleet, const char* state_json, char** err_out);
 /* Pods the scraper samples out of `population` ready pods. */
 KT_API int kt_kpa_scrape_sample_size(int32_t population, int32_t* out, char** err_out);
 
@@ -58,6 +64,12 @@ KT_API int kt_kpa_scaler_reconcile(kt_kpa_scaler* scaler, double now, int32_t de
                                    int32_t ready_pods, int activator_probe, kt_kpa_scaler_step* out, char** err_out);
 /* The activation timeout in force, in seconds (the revision's progress deadline + 30 s, else the config's). */
 KT_API int kt_kpa_scaler_activation_timeout(const kt_kpa_scaler* scaler, double* out_s, char** err_out);
+/* The scaler's state as a JSON object (pa_state "activating"/"active"/"inactive", reason, since_s,
+ * scale_target_initialized, proxy_mode, proxy_since_s, replicas); free with kt_free_string. kt_kpa_scaler_restore
+ * sets any such state (e.g. inactive while min-scale > 0, as read back from the PodAutoscaler's status); a bad
+ * state is KT_ERR_INVALID naming the key and value, and leaves the scaler unchanged. */
+KT_API int kt_kpa_scaler_state_json(const kt_kpa_scaler* scaler, char** out_json, char** err_out);
+KT_API int kt_kpa_scaler_restore(kt_kpa_scaler* scaler, const char* state_json, char** err_out);
 
 /* ---- Knative activator throttler (pkg/activator/net/throttler.go) ---------------------------------------- */
 
@@ -97,6 +109,12 @@ typedef struct kt_hpa kt_hpa;
  * (the deprecated keys without "_s" are accepted for one release; unknown keys are KT_ERR_INVALID). */
 KT_API int kt_hpa_create(const char* spec_json, const char* controller_json, kt_hpa** out, char** err_out);
 KT_API void kt_hpa_free(kt_hpa* hpa);
+/* The HPA's state (recommendation history and scale events: {"history_started", "recommendations": [{"replicas",
+ * "time_s"}], "scale_up_events" / "scale_down_events": [{"change", "time_s", "outdated"}]}) as JSON, to persist
+ * across restarts (free with kt_free_string); kt_hpa_restore injects it (KT_ERR_INVALID naming the key and value
+ * for a bad state, which leaves the HPA unchanged). */
+KT_API int kt_hpa_state_json(const kt_hpa* hpa, char** out_json, char** err_out);
+KT_API int kt_hpa_restore(kt_hpa* hpa, const char* state_json, char** err_out);
 /* One reconcile: proposals[i] is metric i's replica count, valid[i] == 0 marks a failed metric (valid may be
  * NULL: all valid). Writes the replica count to set and whether it changes. */
 KT_API int kt_hpa_reconcile(kt_hpa* hpa, double now, int32_t current_replicas, size_t n_metrics,

@@ -985,6 +985,14 @@ class KpaDecider:
         ...
     def decide(self, now: typing.SupportsFloat | typing.SupportsIndex, ready_pods: typing.SupportsInt | typing.SupportsIndex, observed_stable: typing.SupportsFloat | typing.SupportsIndex, observed_panic: typing.SupportsFloat | typing.SupportsIndex) -> ScaleResult:
         ...
+    def restore(self, state: typing.Any) -> None:
+        """
+        Replaces the state with a snapshot() (dict or JSON string); all or nothing
+        """
+    def snapshot(self) -> dict:
+        """
+        The state as a JSON-ready dict, to persist across restarts (docs/autoscale.md)
+        """
     def update(self, spec: DeciderSpec) -> None:
         ...
     @property
@@ -1009,6 +1017,14 @@ class KpaFleet:
         ...
     def decide(self, now: typing.SupportsFloat | typing.SupportsIndex, ready_pods: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], observed_stable: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], observed_panic: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> dict:
         ...
+    def restore(self, state: typing.Any) -> None:
+        """
+        Replaces every decider's state with snapshot()'s list (or its JSON); all or nothing
+        """
+    def snapshot(self) -> list:
+        """
+        The deciders' states, one dict each, to persist across restarts
+        """
 class Stat:
     """
     A metric report: concurrency and request count (minus what the activator saw)
@@ -1069,8 +1085,16 @@ class KpaMetricCollector:
         ...
     def record(self, stat: Stat) -> None:
         ...
+    def restore(self, state: typing.Any) -> None:
+        """
+        Replaces the state with a snapshot() (dict or JSON string); all or nothing
+        """
     def rps(self, now: typing.SupportsFloat | typing.SupportsIndex) -> Observed:
         ...
+    def snapshot(self) -> dict:
+        """
+        The state as a JSON-ready dict, to persist across restarts (docs/autoscale.md)
+        """
     @property
     def panic_window(self) -> typing.Any:
         """
@@ -1115,8 +1139,16 @@ class KpaScaler:
         ...
     def reconcile(self, now: typing.SupportsFloat | typing.SupportsIndex, decision: ScaleResult, ready_pods: typing.SupportsInt | typing.SupportsIndex, activator_probe: bool | None = None) -> ScalerStep:
         ...
+    def restore(self, state: typing.Any) -> None:
+        """
+        Replaces the state with a snapshot() (dict or JSON string); all or nothing
+        """
     def scale_bounds(self) -> tuple[int, int]:
         ...
+    def snapshot(self) -> dict:
+        """
+        The state as a JSON-ready dict, to persist across restarts (docs/autoscale.md)
+        """
     @property
     def activation_timeout_s(self) -> float:
         ...
@@ -1146,6 +1178,14 @@ class KpaAutoscaler:
         ...
     def record(self, stat: Stat) -> None:
         ...
+    def restore(self, state: typing.Any) -> None:
+        """
+        Replaces the state with a snapshot() (dict or JSON string); all or nothing
+        """
+    def snapshot(self) -> dict:
+        """
+        The state as a JSON-ready dict, to persist across restarts (docs/autoscale.md)
+        """
     def tick(self, now: typing.SupportsFloat | typing.SupportsIndex, ready_pods: typing.SupportsInt | typing.SupportsIndex) -> ScalerStep:
         ...
     @property
@@ -1529,9 +1569,17 @@ class HpaController:
         """
         proposals: one per metric, an int, a ReplicaResult, or None for a failed metric
         """
+    def restore(self, state: typing.Any) -> None:
+        """
+        Replaces the state with a snapshot() (dict or JSON string); all or nothing
+        """
     def set_recommendations(self, recommendations: collections.abc.Sequence[HpaRecommendation]) -> None:
         """
         Replace the recommendation history (e.g. restored after a restart); [] stays empty
+        """
+    def snapshot(self) -> dict:
+        """
+        The state as a JSON-ready dict, to persist across restarts (docs/autoscale.md)
         """
     def tolerances(self) -> Tolerances:
         ...

@@ -120,6 +120,32 @@ void BucketWindow::resize(double window_s, double now) {
   total_ = total;
 }
 
+BucketWindow::State BucketWindow::snapshot() const {
+  State s{written_, first_, last_, total_, {}};
+  const std::size_t n = buckets_.size();
+  s.buckets.reserve(n);
+  for (std::int64_t i = last_ - static_cast<std::int64_t>(n) + 1; i <= last_; ++i)
+    s.buckets.push_back(buckets_[ring_index(i, n)]);
+  return s;
+}
+
+void BucketWindow::restore(const State& s, const std::string& what) {
+  const std::size_t n = buckets_.size();
+  KT_CHECK(s.buckets.size() == n, InvalidArgument, what, ": buckets has ", s.buckets.size(),
+           " values, the window has ", n);
+  for (std::size_t k = 0; k < n; ++k)
+    KT_CHECK(std::isfinite(s.buckets[k]), InvalidArgument, what, ": buckets[", k, "] = ", s.buckets[k],
+             " must be finite");
+  KT_CHECK(std::isfinite(s.total), InvalidArgument, what, ": total = ", s.total, " must be finite");
+  KT_CHECK(s.first <= s.last, InvalidArgument, what, ": first = ", s.first, " must be <= last = ", s.last);
+  written_ = s.written;
+  first_ = s.first;
+  last_ = s.last;
+  total_ = s.total;
+  for (std::size_t k = 0; k < n; ++k)
+    buckets_[ring_index(s.last - static_cast<std::int64_t>(n) + 1 + static_cast<std::int64_t>(k), n)] = s.buckets[k];
+}
+
 // ---------------------------------------------------------------------------------- WeightedBucketWindow
 WeightedBucketWindow::WeightedBucketWindow(double window_s, double granularity_s)
     : BucketWindow(window_s, granularity_s), alpha_(autoscale::smoothing_coefficient(std::ceil(window_s / granularity_s))) {}
@@ -182,5 +208,33 @@ void MaxTimeWindow::record(double now, double value) {
 }
 
 double MaxTimeWindow::current() const { return ring_[first_].value; }
+
+std::vector<MaxTimeWindow::Entry> MaxTimeWindow::entries() const {
+  std::vector<Entry> out;
+  out.reserve(length_);
+  for (std::size_t k = 0; k < length_; ++k) out.push_back(ring_[(first_ + k) % ring_.size()]);
+  return out;
+}
+
+void MaxTimeWindow::restore(const std::vector<Entry>& entries, const std::string& what) {
+  const std::size_t n = ring_.size();
+  KT_CHECK(entries.size() <= n, InvalidArgument, what, ": ", entries.size(), " entries, the window holds at most ", n);
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    const Entry& e = entries[k];
+    KT_CHECK(std::isfinite(e.value), InvalidArgument, what, "[", k, "]: value = ", e.value, " must be finite");
+    if (k == 0) continue;
+    const Entry& p = entries[k - 1];
+    // record() keeps only maxima newer than every larger value: later entries are smaller and newer.
+    KT_CHECK(e.index > p.index && e.value < p.value, InvalidArgument, what, "[", k, "] = (slot ", e.index, ", ",
+             e.value, ") must be newer and smaller than [", k - 1, "] = (slot ", p.index, ", ", p.value, ")");
+  }
+  if (!entries.empty())
+    KT_CHECK(entries.back().index - entries.front().index < static_cast<std::int64_t>(n), InvalidArgument, what,
+             ": slots ", entries.front().index, " .. ", entries.back().index, " span more than the window's ", n);
+  std::fill(ring_.begin(), ring_.end(), Entry{0.0, 0});
+  std::copy(entries.begin(), entries.end(), ring_.begin());
+  first_ = 0;
+  length_ = entries.size();
+}
 
 }  // namespace kubetune::sched::autoscale

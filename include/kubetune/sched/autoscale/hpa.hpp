@@ -195,6 +195,27 @@ class HpaController {
   /// An injected empty history stays empty: the first reconcile records no initial recommendation, as upstream
   /// with a non-nil empty slice.
   void set_recommendations(std::vector<Recommendation> recs);
+  /// Scale events kept for the behaviour policies (upstream's scaleUpEvents / scaleDownEvents): the change in
+  /// replicas, its time, and whether it has left the longest policy period (its slot is reused).
+  const std::vector<ScaleEvent>& scale_up_events() const { return up_events_; }
+  const std::vector<ScaleEvent>& scale_down_events() const { return down_events_; }
+
+  /// Everything the controller keeps between reconciles of one HPA (horizontal.go: recommendations,
+  /// scaleUpEvents, scaleDownEvents), to persist across restarts; restored, it reconciles as the original.
+  /// `history_started` false (only with no recommendations) means the next reconcile records the initial one.
+  struct State {
+    bool history_started = false;
+    std::vector<Recommendation> recommendations;
+    std::vector<ScaleEvent> scale_up_events, scale_down_events;
+
+    /// Times finite, replicas and changes >= 0, no recommendations before the history started.
+    void validate() const;
+    std::string to_json() const;
+    /// Every key required, none unknown; ranges checked (errors name the key and the value).
+    static State from_json(const std::string& json);
+  };
+  State snapshot() const;
+  void restore(const State& state);
 
  private:
   std::int32_t normalize_legacy(double now, std::int32_t current, std::int32_t desired, HpaDecision& d);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kubetune/sched/autoscale/window.hpp"
@@ -182,6 +183,27 @@ class KpaDecider {
   double panic_time() const { return panic_time_; }
   std::int32_t max_panic_pods() const { return max_panic_pods_; }
 
+  /// What upstream's autoscaler keeps between ticks (scaling/autoscaler.go: panicTime, maxPanicPods and the
+  /// delayWindow), without the spec, which comes from config + revision. A decider restored from a snapshot
+  /// decides exactly as the original from then on.
+  struct State {
+    bool panicking = false;
+    double panic_time_s = 0.0;
+    std::int32_t max_panic_pods = 0;
+    /// The scale-down delay window's retained maxima, oldest first: (time slot start in seconds, pods).
+    std::vector<std::pair<double, std::int32_t>> delay_window;
+
+    /// Ranges that hold whatever the spec: finite times, counts >= 0, slots on the 2 s tick.
+    void validate() const;
+    std::string to_json() const;
+    /// Every key required, none unknown; ranges checked (errors name the key and the value).
+    static State from_json(const std::string& json);
+  };
+  State snapshot() const;
+  /// Replaces the state; throws InvalidArgument when it does not fit this decider's spec (a delay window
+  /// without scale_down_delay_s, more or older entries than the delay holds).
+  void restore(const State& state);
+
  private:
   DeciderSpec spec_;
   bool panicking_ = false;
@@ -195,6 +217,12 @@ class KpaDecider {
 void kpa_decide_batch(KpaDecider* deciders, std::size_t n, double now, const std::int32_t* ready_pods,
                       const double* observed_stable, const double* observed_panic, ScaleResult* out,
                       int threads = 1);
+
+/// A fleet's state: the JSON array of the `n` deciders' snapshots, and its inverse, which needs exactly `n`
+/// entries and restores all or none (errors name the entry: "KpaFleet state[3]: KpaDecider state.max_panic_pods
+/// = -1 ...").
+std::string kpa_fleet_snapshot_json(const KpaDecider* deciders, std::size_t n);
+void kpa_fleet_restore_json(KpaDecider* deciders, std::size_t n, const std::string& json);
 
 /// A metric report (pkg/autoscaler/metrics Stat): per-pod averages, or one aggregated scraper stat.
 struct Stat {
@@ -230,6 +258,18 @@ class KpaMetricCollector {
     return metric == ScalingMetric::kRps ? rps(now) : concurrency(now);
   }
   double panic_window_s() const { return conc_panic_.window_s(); }
+
+  /// The four metric windows (pkg/autoscaler/metrics/collector.go: the stable and panic buckets of
+  /// concurrency and of RPS), for persisting them across restarts.
+  struct State {
+    BucketWindow::State concurrency_stable, concurrency_panic, rps_stable, rps_panic;
+
+    std::string to_json() const;
+    static State from_json(const std::string& json);
+  };
+  State snapshot() const;
+  /// Throws InvalidArgument when a window's bucket count differs from this collector's windows.
+  void restore(const State& state);
 
  private:
   Observed read(const WeightedBucketWindow& s, const WeightedBucketWindow& p, double now) const;
@@ -286,6 +326,31 @@ class KpaScaler {
   /// (min, max) scale bounds (max 0 = unbounded), upstream PodAutoscaler.ScaleBounds.
   std::pair<std::int32_t, std::int32_t> scale_bounds() const;
 
+  /// What the reconciler reads back from the PodAutoscaler's status and the SKS on each reconcile: the Active
+  /// condition (status, reason, lastTransitionTime), ScaleTargetInitialized, the SKS mode with the time it was
+  /// entered, and the deployment's replicas. Any such status can be set, e.g. inactive while min-scale > 0,
+  /// active before the initial scale was reached, or inactive with the activator not yet in the path.
+  struct State {
+    PaState pa_state = PaState::kActivating;
+    /// "" or "Queued" while activating, "" when active, "NoTraffic" or "TimedOut" when inactive.
+    std::string reason;
+    double since_s = 0.0;
+    bool scale_target_initialized = false;
+    bool proxy_mode = false;
+    double proxy_since_s = 0.0;
+    std::int32_t replicas = 0;
+
+    /// Ranges that hold whatever the revision: finite times, replicas >= 0, a reason of the state.
+    void validate() const;
+    std::string to_json() const;
+    /// Every key required, none unknown; ranges checked (errors name the key and the value).
+    static State from_json(const std::string& json);
+  };
+  State snapshot() const;
+  /// Replaces the state; throws InvalidArgument for a reason that does not belong to the state, negative
+  /// replicas, or an SKS out of proxy mode although TBC = -1 keeps the activator in the path.
+  void restore(const State& state);
+
  private:
   ScalerStep handle_scale_to_zero(double now, std::int32_t desired, std::optional<bool> activator_probe) const;
   ScalerStep handle_inactive(double now, double in_state, std::optional<bool> activator_probe, ScalerStep r) const;
@@ -318,6 +383,18 @@ class KpaAutoscaler {
   const KpaDecider& decider() const { return decider_; }
   const KpaScaler& scaler() const { return scaler_; }
   const KpaMetricCollector& collector() const { return collector_; }
+
+  /// The state of all three parts; restored, the autoscaler ticks exactly as the original.
+  struct State {
+    KpaMetricCollector::State collector;
+    KpaDecider::State decider;
+    KpaScaler::State scaler;
+
+    std::string to_json() const;
+    static State from_json(const std::string& json);
+  };
+  State snapshot() const;
+  void restore(const State& state);
 
  private:
   DeciderSpec spec_;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kubetune::sched::autoscale {
@@ -29,6 +30,21 @@ class BucketWindow {
   double window_s() const { return window_s_; }
   double granularity_s() const { return gran_; }
   std::size_t num_buckets() const { return buckets_.size(); }
+
+  /// Everything a window's future averages depend on, for persisting it across restarts. `buckets` are the
+  /// sums of bucket indices last - n + 1 ... last (oldest first); `total` is kept as accumulated, not re-summed,
+  /// so that a restored window averages bit for bit as the original.
+  struct State {
+    bool written = false;
+    std::int64_t first = 0;
+    std::int64_t last = 0;
+    double total = 0.0;
+    std::vector<double> buckets;
+  };
+  State snapshot() const;
+  /// Throws InvalidArgument (prefixed with `what`) when the bucket count differs from this window's, a value is
+  /// not finite, or first > last.
+  void restore(const State& state, const std::string& what = "window");
 
  protected:
   std::int64_t index_of(double t) const;
@@ -73,11 +89,18 @@ class MaxTimeWindow {
   double current() const;
   std::size_t capacity() const { return ring_.size(); }
 
- private:
+  /// A retained maximum: `value` recorded in time slot `index` = floor(t / granularity).
   struct Entry {
     double value;
     std::int64_t index;
   };
+  /// The retained maxima, oldest first (indices ascending, values strictly descending): the whole state.
+  std::vector<Entry> entries() const;
+  /// Replaces the contents with `entries` as entries() returns them. Throws InvalidArgument (prefixed with
+  /// `what`) naming the first entry that is not finite, breaks the order, or lies outside one window of the newest.
+  void restore(const std::vector<Entry>& entries, const std::string& what = "max window");
+
+ private:
   std::vector<Entry> ring_;
   std::size_t first_ = 0, length_ = 0;
   double gran_;
