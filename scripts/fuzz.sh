@@ -3,16 +3,17 @@
 # SECONDS (default 30) on a scratch copy of its seed corpus in tests/fuzz/corpus/<target>/ (the repository's corpus
 # never grows). Exits non-zero when a target crashes, hangs (-timeout), leaks, runs out of memory or trips a
 # sanitizer; the reproducer is left in build-fuzz/artifacts/<target>/.
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: fuzz_extender fuzz_study; default both)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: fuzz_extender fuzz_study fuzz_c_api fuzz_trace; default all)
 # FUZZ_SEED (default 1) fixes libFuzzer's mutation sequence, so a short run (CI's) explores a prefix of what a longer
 # run with the same seed explored; FUZZ_SEED=0 draws a new sequence each run (libFuzzer's own default).
+# What each target checks, and the recorded long runs: docs/architecture.md, "Fuzzing and sanitizers".
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz_extender fuzz_study)
+((${#targets[@]})) || targets=(fuzz_extender fuzz_study fuzz_c_api fuzz_trace)
 CXX=clang++-14
 command -v "$CXX" >/dev/null || { echo "[fuzz] $CXX not found (Debian: apt-get install clang-14)" >&2; exit 1; }
 command -v ccache >/dev/null && CXX="ccache $CXX"
@@ -23,8 +24,10 @@ FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all -Iinc
 SAN=-fsanitize=fuzzer,address,undefined
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 
-# The library sources both targets need: core, the basic searchers (registered for study files), the gpu module.
-lib_sources=(src/core/*.cpp src/search/basic/*.cpp src/sched/gpu/*.cpp src/registry.cpp)
+# The library sources the targets need, linked into each: core, the basic searchers (registered for study files;
+# TPE, GP and multi-fidelity searchers are not built here), the gpu and autoscale modules and the C API.
+lib_sources=(src/core/*.cpp src/search/basic/*.cpp src/sched/gpu/*.cpp src/sched/autoscale/*.cpp src/c_api/*.cpp
+             src/registry.cpp)
 mkdir -p "$OUT/obj"
 start=$(date +%s)
 objs=()

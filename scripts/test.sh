@@ -19,6 +19,8 @@ fi
 echo "== pytest"
 PYTHONPATH="$ROOT/python" "$ROOT/.venv/bin/python" -m pytest -q tests/python
 if [[ "${CI:-}" == "true" ]] && command -v clang++-14 >/dev/null 2>&1; then
+  echo "== clang 14 build + C++/C suites under ASan/UBSan (build-asan/)"
+  bash scripts/sanitize.sh
   echo "== fuzz (libFuzzer + ASan/UBSan, 20 s per target; longer runs: scripts/fuzz.sh 600)"
   bash scripts/fuzz.sh 20
 fi

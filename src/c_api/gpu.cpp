@@ -6,6 +6,7 @@
 #include <string>
 
 #include "c_api_internal.hpp"
+#include "kubetune/core/json_limits.hpp"
 #include "kubetune/sched/gpu/allocator.hpp"
 #include "kubetune/sched/gpu/device_plugin.hpp"
 #include "kubetune/sched/gpu/extender.hpp"
@@ -60,9 +61,10 @@ KT_API int kt_gpu_allocator_create(const char* cluster_json, const char* options
   p->set_kube_semantics(o.value("kube_semantics", false));
   g::AllocatorOptions ao;
   ao.indexed = o.value("indexed", true);
-  ao.seed = o.value("seed", std::uint64_t{0});
+  ao.seed = kubetune::checked_int_or(o, "seed", std::uint64_t{0}, "options field 'seed'");
   g::ExtenderConfig ec;
-  ec.gpu_mem_unit_mib = o.value("gpu_mem_unit_mib", std::int64_t{1024});
+  ec.gpu_mem_unit_mib = kubetune::checked_int_or(o, "gpu_mem_unit_mib", std::int64_t{1024},
+                                                 "options field 'gpu_mem_unit_mib'");
   auto h = std::make_unique<kt_gpu_allocator>();
   h->alloc = std::make_shared<g::Allocator>(std::move(c), p, ao);
   h->ext = std::make_unique<g::Extender>(h->alloc, ec);

@@ -1,5 +1,6 @@
 /* Plain-C99 test of the gpu C API: gpushare placement, gang all-or-nothing, release, invariants, extender verbs,
- * gpushare node totals, unhealthy GPUs, MIG profiles per model and the device-plugin Allocate decision. */
+ * gpushare node totals, unhealthy GPUs, MIG profiles per model, the device-plugin Allocate decision and checked
+ * integer fields. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,31 @@ int main(void) {
   CHECK(err != NULL && strstr(err, "node = -5") != NULL);
   kt_free_string(err);
   err = NULL;
+  /* integer fields take exact integers of their type: no truncation (1.7 -> 1), no undefined conversion (1e30) */
+  CHECK(kt_gpu_place(a, "{\"gpu_memory_mib\":1.7}", -1, &out, &err) == KT_ERR_INVALID);
+  CHECK(err != NULL && strstr(err, "request field 'gpu_memory_mib' = 1.7: must be an integer") != NULL);
+  kt_free_string(err);
+  err = NULL;
+  CHECK(kt_gpu_place(a, "{\"gpu_count\":1e30}", -1, &out, &err) == KT_ERR_INVALID);
+  CHECK(err != NULL && strstr(err, "request field 'gpu_count'") != NULL && strstr(err, "out of range") != NULL);
+  kt_free_string(err);
+  err = NULL;
+  {
+    kt_gpu_allocator* b = NULL;
+    CHECK(kt_gpu_allocator_create("{\"nodes\":[{\"name\":\"n\",\"gpus\":1e30}]}", NULL, &b, &err) == KT_ERR_INVALID);
+    CHECK(b == NULL && err != NULL && strstr(err, "nodes[0].gpus") != NULL && strstr(err, "out of range") != NULL);
+    kt_free_string(err);
+    err = NULL;
+    CHECK(kt_gpu_allocator_create("{\"nodes\":[{\"name\":\"n\",\"gpus\":2,\"links\":[[0,1.5,\"nvlink\"]]}]}", NULL, &b,
+                                  &err) == KT_ERR_INVALID);
+    CHECK(err != NULL && strstr(err, "nodes[0].links entry [1] = 1.5: must be an integer") != NULL);
+    kt_free_string(err);
+    err = NULL;
+    CHECK(kt_gpu_allocator_create(cluster, "{\"seed\":-1}", &b, &err) == KT_ERR_INVALID);
+    CHECK(err != NULL && strstr(err, "options field 'seed' = -1: must not be negative") != NULL);
+    kt_free_string(err);
+    err = NULL;
+  }
   CHECK(kt_gpu_release(a, 999, NULL) == KT_ERR_NOT_FOUND);
   CHECK(kt_gpu_release(a, 1, NULL) == KT_OK);
   CHECK(kt_gpu_check_invariants(a, NULL) == KT_OK);

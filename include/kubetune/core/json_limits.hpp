@@ -75,4 +75,12 @@ T checked_int(const nlohmann::json& j, const std::string& field) {
   return fail("must be an integer");
 }
 
+/// checked_int of the object's `key`, or `fallback` when the object has no such key (nlohmann's value() would
+/// convert 1.7 to 1 and 1e30 with undefined behaviour). InvalidArgument names `field`.
+template <class T>
+T checked_int_or(const nlohmann::json& obj, const char* key, T fallback, const std::string& field) {
+  const auto it = obj.find(key);
+  return it == obj.end() ? fallback : checked_int<T>(*it, field);
+}
+
 }  // namespace kubetune

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/json_limits.hpp"
 #include "kubetune/sched/gpu/mig.hpp"
 #include "kubetune/sched/gpu/request.hpp"
 
@@ -134,24 +135,29 @@ Cluster Cluster::from_json(const std::string& text) {
     NodeSpec s;
     try {
       s.name = n.value("name", std::string("node-") + std::to_string(k));
-      s.cpu_milli = n.value("cpu_milli", std::int64_t{0});
-      s.memory_mib = n.value("memory_mib", std::int64_t{0});
-      s.num_gpus = n.value("gpus", 0);
-      s.gpu_memory_mib = n.value("gpu_memory_mib", std::int64_t{0});
-      s.gpu_memory_total_mib = n.value("gpu_memory_total_mib", std::int64_t{0});
-      s.gpu_memory_unit_mib = n.value("gpu_memory_unit_mib", std::int64_t{1});
+      const std::string at = detail::concat("nodes[", k, "].");
+      s.cpu_milli = checked_int_or(n, "cpu_milli", std::int64_t{0}, at + "cpu_milli");
+      s.memory_mib = checked_int_or(n, "memory_mib", std::int64_t{0}, at + "memory_mib");
+      s.num_gpus = checked_int_or(n, "gpus", 0, at + "gpus");
+      s.gpu_memory_mib = checked_int_or(n, "gpu_memory_mib", std::int64_t{0}, at + "gpu_memory_mib");
+      s.gpu_memory_total_mib = checked_int_or(n, "gpu_memory_total_mib", std::int64_t{0}, at + "gpu_memory_total_mib");
+      s.gpu_memory_unit_mib = checked_int_or(n, "gpu_memory_unit_mib", std::int64_t{1}, at + "gpu_memory_unit_mib");
       s.model = n.value("model", std::string());
       s.mig = n.value("mig", false);
     } catch (const nlohmann::json::exception& e) {
       KT_THROW(InvalidArgument, "nodes[", k, "]: bad field type: ", e.what());
     }
     if (n.contains("nvlink_islands")) {
-      s.topology = std::make_shared<Topology>(Topology::nvlink_islands(s.num_gpus, n["nvlink_islands"].get<int>()));
+      s.topology = std::make_shared<Topology>(Topology::nvlink_islands(
+          s.num_gpus, checked_int<int>(n["nvlink_islands"], detail::concat("nodes[", k, "].nvlink_islands"))));
     } else if (n.contains("links")) {
       auto t = std::make_shared<Topology>(s.num_gpus);
       for (const auto& l : n["links"]) {
         KT_CHECK(l.is_array() && l.size() == 3, InvalidArgument, "nodes[", k, "].links entries must be [a, b, type]");
-        t->set_link(l[0].get<int>(), l[1].get<int>(), parse_link_type(l[2].get<std::string>()));
+        const std::string at = detail::concat("nodes[", k, "].links entry");
+        KT_CHECK(l[2].is_string(), InvalidArgument, at, " type must be a string");
+        t->set_link(checked_int<int>(l[0], at + " [0]"), checked_int<int>(l[1], at + " [1]"),
+                    parse_link_type(l[2].get<std::string>()));
       }
       s.topology = t;
     }

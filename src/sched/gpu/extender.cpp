@@ -8,6 +8,7 @@
 
 #include "kube_json.hpp"
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/json_limits.hpp"
 
 // The Extender class itself: extender_protocol.cpp (ExtenderReply Extender::handle and the verbs) and
 // extender_state.cpp (sync, watch events, metrics).
@@ -171,12 +172,12 @@ Request request_from_json(const std::string& text) {
   Request r;
   try {
     r.name = j.value("name", std::string());
-    r.cpu_milli = j.value("cpu_milli", std::int64_t{0});
-    r.memory_mib = j.value("memory_mib", std::int64_t{0});
-    r.gpu_count = j.value("gpu_count", 0);
-    r.gpu_milli = j.value("gpu_milli", 0);
-    r.gpu_memory_mib = j.value("gpu_memory_mib", std::int64_t{0});
-    r.compute_milli = j.value("compute_milli", 0);
+    r.cpu_milli = checked_int_or(j, "cpu_milli", std::int64_t{0}, "request field 'cpu_milli'");
+    r.memory_mib = checked_int_or(j, "memory_mib", std::int64_t{0}, "request field 'memory_mib'");
+    r.gpu_count = checked_int_or(j, "gpu_count", 0, "request field 'gpu_count'");
+    r.gpu_milli = checked_int_or(j, "gpu_milli", 0, "request field 'gpu_milli'");
+    r.gpu_memory_mib = checked_int_or(j, "gpu_memory_mib", std::int64_t{0}, "request field 'gpu_memory_mib'");
+    r.compute_milli = checked_int_or(j, "compute_milli", 0, "request field 'compute_milli'");
     r.models = j.value("models", std::vector<std::string>{});
     r.mig_profile = j.value("mig_profile", std::string());
     r.gang = j.value("gang", std::string());

@@ -195,7 +195,7 @@ TEST_F(Katib, MaximizeReadsTheObjectiveUpsideDown) {
   // With one dimension and TPE past its startup trials, maximize and minimize pull towards opposite ends.
   auto run = [&](const std::string& type) {
     json exp = experiment("tpe", kv({{"n_startup_jobs", "4"}, {"random_state", "7"}}), type);
-    exp["parameters"] = {param("x", "DOUBLE", "0", "1")};
+    exp["parameters"] = json::array({param("x", "DOUBLE", "0", "1")});  // clang 14 reads {one json} as a copy
     json trials = json::array();
     for (int i = 0; i < 30; ++i) {
       json a = ask(exp, trials, 1)["assignments"][0];

@@ -63,7 +63,8 @@ TEST_P(DepthwiseGrad, MatchesFiniteDifferences) {
   Tensor r = randn(y.shape(), rng);
   Tensor dw = Tensor::zeros(w.shape());
   Tensor dx = depthwise_conv2d_backward(x, w, r, stride, pad, dil, &dw);
-  auto loss = [&] { return project(depthwise_conv2d_forward(x, w, stride, pad, dil), r); };
+  // Init-captures: clang 14 does not implement C++20's capture of structured bindings.
+  auto loss = [&, stride = stride, dil = dil] { return project(depthwise_conv2d_forward(x, w, stride, pad, dil), r); };
   EXPECT_LT(rel_err(to_double(dx), numeric_grad(x, loss)), kTol);
   EXPECT_LT(rel_err(to_double(dw), numeric_grad(w, loss)), kTol);
 }
