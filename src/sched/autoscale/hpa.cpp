@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/json_limits.hpp"
 #include "kubetune/core/parallel.hpp"
 #include "kubetune/sched/autoscale/units.hpp"
 
@@ -168,10 +169,8 @@ ReplicaResult usage_ratio_replica_count(std::int32_t current, double ratio, std:
 
 std::int64_t sum_values(const std::vector<std::int64_t>& v) {
   std::int64_t s = 0;
-  for (std::int64_t x : v) {
-    s += x;
-    if (s < 0) return std::numeric_limits<std::int64_t>::max();  // overflow, as upstream clamps
-  }
+  for (std::int64_t x : v)
+    if (__builtin_add_overflow(s, x, &s) || s < 0) return std::numeric_limits<std::int64_t>::max();  // as upstream clamps
   return s;
 }
 
@@ -356,7 +355,7 @@ ScalingRules rules_from_json(const json& j, ScalingRules def) {
       if (t == "Pods") sp.type = PolicyType::kPods;
       else if (t == "Percent") sp.type = PolicyType::kPercent;
       else KT_THROW(InvalidArgument, "policy type = '", t, "' must be Pods or Percent");
-      sp.value = p.at("value").get<std::int32_t>();
+      sp.value = checked_int<std::int32_t>(p.at("value"), "policy value");
       sp.period_s = p.at("periodSeconds").get<double>();
       def.policies.push_back(sp);
     }
@@ -377,8 +376,8 @@ HpaSpec HpaSpec::from_json(const std::string& text) {
   try {
     const json j = json::parse(text);
     KT_CHECK(j.is_object(), InvalidArgument, "HpaSpec JSON must be an object");
-    if (j.contains("minReplicas")) j.at("minReplicas").get_to(s.min_replicas);
-    if (j.contains("maxReplicas")) j.at("maxReplicas").get_to(s.max_replicas);
+    s.min_replicas = checked_int_or<std::int32_t>(j, "minReplicas", s.min_replicas, "minReplicas");
+    s.max_replicas = checked_int_or<std::int32_t>(j, "maxReplicas", s.max_replicas, "maxReplicas");
     if (j.contains("behavior") && !j.at("behavior").is_null()) {
       HpaBehavior b;
       const json& bj = j.at("behavior");

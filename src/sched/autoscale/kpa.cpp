@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/json_limits.hpp"
 #include "kubetune/core/parallel.hpp"
 #include "kubetune/sched/autoscale/units.hpp"
 
@@ -93,10 +94,17 @@ template <class T>
 void opt_to_json(json& j, const char* k, const std::optional<T>& v) {
   if (v) j[k] = *v; else j[k] = nullptr;
 }
+// Integers through checked_int (a min_scale of 1e24 or 2.5 is refused, not converted with undefined
+// behaviour or truncated); other types as nlohmann converts them.
 template <class T>
 void opt_from_json(const json& j, const char* k, std::optional<T>& v) {
-  if (j.contains(k)) {
-    if (j.at(k).is_null()) v.reset(); else v = j.at(k).get<T>();
+  if (!j.contains(k)) return;
+  if (j.at(k).is_null()) {
+    v.reset();
+  } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    v = checked_int<T>(j.at(k), k);
+  } else {
+    v = j.at(k).get<T>();
   }
 }
 

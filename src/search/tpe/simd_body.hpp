@@ -80,11 +80,13 @@ double log_sum_exp(const double* t, std::size_t n, double m) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
   if (!(m > -std::numeric_limits<double>::infinity())) return m;  // no kernel (or NaN)
-  const B shift(m), floor(-kCut);
+  // exp's argument is clamped at -708 (e^-708 is still a normal double): -inf terms (padding, no mass) would
+  // reach an out-of-range float-to-int conversion inside xsimd::exp; their e^-708 changes a sum >= 1 by nothing.
+  const B shift(m), floor(-kCut), lowest(-708.0);
   B sum(0.0);
   for (std::size_t k = 0; k < n; k += W) {
     const B y = B::load_unaligned(t + k) - shift;
-    if (xsimd::any(y > floor)) sum += xsimd::exp(y);
+    if (xsimd::any(y > floor)) sum += xsimd::exp(xsimd::max(y, lowest));
   }
   return m + std::log(xsimd::hadd(sum));
 }
