@@ -27,6 +27,18 @@ struct ConstantArgs {
   double* lz;      ///< out: 0 where log Z = 0 (kInnerZ), NaN where it must be computed
 };
 
+/// One discrete dimension's exact bin masses for one point (n kernels, a multiple of kPad), after joint_terms.
+struct DiscreteArgs {
+  double x, half;       ///< the point's value in this dimension, half a step
+  double log_step;      ///< log(2 half)
+  const double* mu;
+  const double* sigma;
+  const double* coef;   ///< 1 / (2 sigma^2)
+  std::size_t n;
+  double floor;         ///< terms below it are dropped (set to -inf)
+  double* terms;        ///< in: with this dimension's bound; out: exact (or -inf)
+};
+
 /// Kind of a dimension in JointArgs::kind.
 enum : char { kContinuous = 0, kDiscrete = 1, kCategorical = 2 };
 /// Terms more than this many nats below the largest add < e^-40 ~ 4e-18 each to a log-sum-exp.
@@ -59,6 +71,9 @@ struct Kernels {
   /// out[k] = log(in[k]) for n values (a multiple of kPad).
   void (*logs)(const double* in, double* out, std::size_t n);
   void (*kernel_constants)(const ConstantArgs&);
+  /// Replaces a discrete dimension's bound log(step * density at the nearest bin edge) by the bin's log mass
+  /// log(Phi(b) - Phi(a)) in every term at or above floor; the others become -inf. Returns the largest term.
+  double (*discrete_exact)(const DiscreteArgs&);
 };
 
 /// The widest instruction set this CPU runs.

@@ -113,8 +113,43 @@ void kernel_constants(const ConstantArgs& a) {
 }
 
 template <class Arch>
+double discrete_exact(const DiscreteArgs& a) {
+  using B = xsimd::batch<double, Arch>;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kLogSqrt2Pi = 0.91893853320467274178, kSqrt1_2 = 0.70710678118654752440;
+  const B x(a.x), h(a.half), floor(a.floor), zero(0.0), none(-kInf), rs2(kSqrt1_2);
+  const B edge_shift(a.log_step - kLogSqrt2Pi);
+  B top(-kInf);
+  for (std::size_t k = 0; k < a.n; k += B::size) {
+    const B t = B::load_unaligned(a.terms + k);
+    const auto keep = t >= floor;
+    if (!xsimd::any(keep)) {
+      none.store_unaligned(a.terms + k);
+      continue;
+    }
+    const B mu = B::load_unaligned(a.mu + k), sig = B::load_unaligned(a.sigma + k);
+    const B inv = B(1.0) / sig;
+    const B lo = (x - h - mu) * inv, hi = (x + h - mu) * inv;
+    // Phi(hi) - Phi(lo), mirrored when both lie above 0 so the two CDFs stay away from 1 (no cancellation).
+    const auto flip = lo > zero;
+    const B a2 = xsimd::select(flip, -hi, lo), b2 = xsimd::select(flip, -lo, hi);
+    const B mass = B(0.5) * (xsimd::erfc(-b2 * rs2) - xsimd::erfc(-a2 * rs2));
+    const B dist = xsimd::max(xsimd::abs(x - mu) - h, zero);
+    const B bound = xsimd::fnma(dist * dist, B::load_unaligned(a.coef + k), edge_shift - xsimd::log(sig));
+    const B exact = xsimd::select(keep, t + (xsimd::log(mass) - bound), none);
+    exact.store_unaligned(a.terms + k);
+    top = xsimd::max(top, exact);
+  }
+  alignas(64) double lanes[B::size];
+  top.store_aligned(lanes);
+  double m = lanes[0];
+  for (std::size_t l = 1; l < B::size; ++l) m = lanes[l] > m ? lanes[l] : m;
+  return m;
+}
+
+template <class Arch>
 Kernels table(const char* name) {
-  return {name, &joint_terms<Arch>, &log_sum_exp<Arch>, &logs<Arch>, &kernel_constants<Arch>};
+  return {name, &joint_terms<Arch>, &log_sum_exp<Arch>, &logs<Arch>, &kernel_constants<Arch>, &discrete_exact<Arch>};
 }
 
 }  // namespace kubetune::search::simd::body
