@@ -1,11 +1,13 @@
 """kubetune TPE vs Optuna TPESampler (univariate, multivariate) vs hyperopt TPE: quality and time per suggestion.
 
 Quality: best value after 100 and 300 trials (one run of 300 per seed, read at both budgets), median and IQR
-over seeds, on Branin, Hartmann6, Ackley-5d, Levy-4d and Styblinski-Tang-8d (functions written below from
-their definitions in Surjanovic & Bingham's Virtual Library of Simulation Experiments).
-Timing: CPU time (time.process_time) of one suggestion on a study pre-filled with n complete trials of a
-10-parameter float space; Optuna times study.ask() with fixed distributions (sampler.sample_relative +
-sample_independent), kubetune times Study.ask() through the Python binding.
+over seeds, on Branin, Hartmann6, Ackley-5d, Levy-4d and Styblinski-Tang-8d (written below and in tpe_own_runs.py
+from their definitions in Surjanovic & Bingham's Virtual Library of Simulation Experiments).
+Timing: CPU and wall time of one suggestion after n trials of the searcher's own optimisation run of a
+10-parameter shifted sphere (tpe_own_runs.py's sphere10: one run per searcher and variant, paused at each n for
+--timing-reps asks told failed, so the model keeps n observations); Optuna times study.ask() with fixed
+distributions, kubetune times Study.ask() through the Python binding. tpe_own_runs.py has more functions, the
+p90 and the whole-run time; Optuna's own run to 5,000 trials takes minutes.
 
 Peers are optional (pip install '.[peers]'); missing ones are skipped. Example (all at once):
     PYTHONPATH=python .venv/bin/python benchmarks/python/tpe_vs_peers.py --seeds 20 --out /tmp/tpe.json
@@ -25,6 +27,7 @@ import time
 import numpy as np
 
 import kubetune as kt
+from tpe_own_runs import hartmann6, measure
 
 # ----------------------------------------------------------------------------------------------- functions
 
@@ -32,18 +35,6 @@ import kubetune as kt
 def branin(x):
     a, b, c, r, s, t = 1.0, 5.1 / (4 * math.pi**2), 5 / math.pi, 6.0, 10.0, 1 / (8 * math.pi)
     return a * (x[1] - b * x[0] ** 2 + c * x[0] - r) ** 2 + s * (1 - t) * math.cos(x[0]) + s
-
-
-_H6_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
-_H6_A = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14], [3, 3.5, 1.7, 10, 17, 8],
-                  [17, 8, 0.05, 10, 0.1, 14]])
-_H6_P = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
-                         [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])
-
-
-def hartmann6(x):
-    x = np.asarray(x)
-    return float(-np.sum(_H6_ALPHA * np.exp(-np.sum(_H6_A * (x - _H6_P) ** 2, axis=1))))
 
 
 def ackley(x):
@@ -146,46 +137,10 @@ def methods(selected):
 # ----------------------------------------------------------------------------------------------- timing
 
 
-def time_kubetune(n, reps, multivariate, n_threads=1):
-    rng = np.random.default_rng(0)
-    space = kt.SearchSpace()
-    for i in range(10):
-        space.add_float(f"x{i}", -5.0, 5.0)
-    study = kt.Study(space, searcher=kt.TPE(multivariate=multivariate, n_threads=n_threads), seed=1)
-    for _ in range(n):
-        p = {f"x{i}": float(v) for i, v in enumerate(rng.uniform(-5, 5, 10))}
-        study.add_trial(p, float(sum(v * v for v in p.values())))
-    cpu, wall = [], []
-    for _ in range(reps):
-        c0, w0 = time.process_time(), time.perf_counter()
-        t = study.ask()
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-        study.tell(t, state="failed")  # failed trials are ignored: n stays the model's size
-    return float(np.median(cpu)), float(np.median(wall))
-
-
-def time_optuna(n, reps, multivariate):
-    import optuna
-    from optuna.distributions import FloatDistribution
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    rng = np.random.default_rng(0)
-    dists = {f"x{i}": FloatDistribution(-5.0, 5.0) for i in range(10)}
-    trials = []
-    for _ in range(n):
-        p = {k: float(v) for k, v in zip(dists, rng.uniform(-5, 5, 10))}
-        trials.append(optuna.trial.create_trial(params=p, distributions=dists, value=sum(v * v for v in p.values())))
-    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=1, multivariate=multivariate))
-    study.add_trials(trials)
-    cpu, wall = [], []
-    for _ in range(reps):
-        c0, w0 = time.process_time(), time.perf_counter()
-        t = study.ask(dists)
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-        study.tell(t, state=optuna.trial.TrialState.FAIL)
-    return float(np.median(cpu)), float(np.median(wall))
+def time_own_run(method, multivariate, sizes, reps, n_threads=1):
+    """{n: (CPU s, wall s)}: median ask after n trials of method's own sphere10 run (see tpe_own_runs.py)."""
+    r = measure(method, "sphere10", multivariate, sizes, reps, total=0, seed=1, n_threads=n_threads)
+    return {int(n): (a["cpu_median_ms"] / 1e3, a["wall_median_ms"] / 1e3) for n, a in r["ask"].items()}
 
 
 # ----------------------------------------------------------------------------------------------- main
@@ -244,20 +199,21 @@ def main(argv=None):
             results["timing"].setdefault(n, row)
 
     if not args.skip_timing:
+        columns = {}
+        for mv in (False, True):
+            tag = "-mv" if mv else ""
+            columns["kubetune" + tag] = time_own_run("kubetune", mv, args.timing_n, args.timing_reps)
+            if have("optuna"):
+                columns["optuna" + tag] = time_own_run("optuna", mv, args.timing_n, args.timing_reps)
+        for t in args.timing_threads:
+            if t != 1:
+                columns[f"kubetune-{t}t"] = time_own_run("kubetune", False, args.timing_n, args.timing_reps, t)
         for n in args.timing_n:
-            row = {}
-            for mv in (False, True):
-                tag = "-mv" if mv else ""
-                row["kubetune" + tag] = time_kubetune(n, args.timing_reps, mv)
-                if have("optuna"):
-                    row["optuna" + tag] = time_optuna(n, args.timing_reps, mv)
-            for t in args.timing_threads:
-                if t != 1:
-                    row[f"kubetune-{t}t"] = time_kubetune(n, args.timing_reps, False, n_threads=t)
+            row = {m: col[n] for m, col in columns.items()}
             results["timing"][str(n)] = row
             print(f"n={n:5d} " + "  ".join(f"{k}: {v[0] * 1e3:.3f} ms cpu / {v[1] * 1e3:.3f} ms wall"
                                            for k, v in row.items()), flush=True)
-            save()
+        save()
 
     # Markdown summary.
     if results["quality"]:
