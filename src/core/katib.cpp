@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -546,14 +547,16 @@ nlohmann::json suggest(const RequestView& request) {
   // Katib lists trials in no fixed order and may repeat one: the last entry of a name wins. They are replayed
   // in start order (started ones by start time, then the others; ties by name): the order they were
   // suggested in, so recency weights mean what they say and a kept study sees new trials after the old ones.
-  std::map<std::string_view, const TrialView*> by_name;
+  std::unordered_map<std::string_view, const TrialView*> by_name;
+  by_name.reserve(request.trials.size());
   for (const auto& t : request.trials) by_name[t.name] = &t;
   std::vector<const TrialView*> ordered;
   ordered.reserve(by_name.size());
   for (const auto& [name, t] : by_name) ordered.push_back(t);
-  std::stable_sort(ordered.begin(), ordered.end(), [](const TrialView* a, const TrialView* b) {
+  std::sort(ordered.begin(), ordered.end(), [](const TrialView* a, const TrialView* b) {
     if (a->start_time.empty() != b->start_time.empty()) return b->start_time.empty();
-    return a->start_time < b->start_time;
+    if (a->start_time != b->start_time) return a->start_time < b->start_time;
+    return a->name < b->name;  // names are unique here
   });
   std::vector<TrialRecord> records;
   records.reserve(ordered.size());
