@@ -8,21 +8,13 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/autoscale/hpa.hpp"
+#include "error_of.hpp"
 
 using namespace kubetune::sched::autoscale;
 using kubetune::InvalidArgument;
 
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Rate-limited both ways (4 pods / 30 s up, 50 % / 60 s down) with a 60 s down stabilisation window, so that
 // recommendations and both event lists decide what happens next.

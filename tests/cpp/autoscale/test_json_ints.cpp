@@ -7,20 +7,9 @@
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/autoscale/hpa.hpp"
 #include "kubetune/sched/autoscale/kpa.hpp"
+#include "error_of.hpp"
 
 using namespace kubetune::sched::autoscale;
-
-namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const kubetune::InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
 
 TEST(AutoscaleJsonInts, KpaRevisionRefusesHugeAndFractionalCounts) {
   EXPECT_NE(error_of([] { KpaRevision::from_json(R"({"min_scale": 1.14e24})"); }).find("min_scale"), std::string::npos);

@@ -8,20 +8,12 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/autoscale/kpa.hpp"
+#include "error_of.hpp"
 
 using namespace kubetune::sched::autoscale;
 using kubetune::InvalidArgument;
 
 namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
 DeciderSpec spec_default() { return make_decider_spec(KpaConfig{}, KpaRevision{}); }
 }  // namespace
 

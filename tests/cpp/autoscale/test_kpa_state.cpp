@@ -10,21 +10,13 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/autoscale/kpa.hpp"
+#include "error_of.hpp"
 
 using namespace kubetune::sched::autoscale;
 using kubetune::InvalidArgument;
 
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
 
 void expect_same(const ScaleResult& a, const ScaleResult& b, const std::string& where) {
   EXPECT_EQ(a.desired_pod_count, b.desired_pod_count) << where;
