@@ -154,6 +154,9 @@ KT_API int kt_study_tell_state(kt_study* study, int64_t trial_id, const char* st
 
 KT_API int kt_study_report(kt_study* study, int64_t trial_id, int64_t step, double value, char** err_out) {
   KT_API_BEGIN(err_out)
+  // An intermediate value is a measurement (a failed trial is told with NaN instead): pruners rank them.
+  KT_CHECK(std::isfinite(value), InvalidArgument, "trial ", trial_id, ": reported value ", value, " at step ", step,
+           " must be finite");
   get(study).report(trial_id, step, value);
   KT_API_END(err_out)
 }

@@ -172,6 +172,12 @@ int main(void) {
   char* trials = NULL;
   CHECK(kt_study_ask(st, 2, &trials, NULL) == KT_OK, "batch ask");
   kt_free_string(trials);
+  err = NULL;
+  CHECK(kt_study_report(st, 40, 1, NAN, &err) == KT_ERR_INVALID, "NaN report rejected");
+  CHECK(err != NULL && strstr(err, "must be finite") != NULL, "message says why");
+  kt_free_string(err);
+  CHECK(kt_study_report(st, 40, 1, INFINITY, NULL) == KT_ERR_INVALID, "infinite report rejected");
+  CHECK(kt_study_report(st, 40, 1, 0.5, NULL) == KT_OK, "finite report accepted");
   CHECK(kt_study_tell(st, 40, NAN, NULL) == KT_OK, "NaN accepted as failure");
   CHECK(kt_study_tell_state(st, 41, "pruned", NULL) == KT_OK, "pruned");
 

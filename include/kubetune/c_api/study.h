@@ -28,6 +28,7 @@ KT_API int kt_study_tell_values(kt_study* study, int64_t trial_id, const double*
                                 char** err_out);
 /* Finish a trial as "failed" or "pruned". */
 KT_API int kt_study_tell_state(kt_study* study, int64_t trial_id, const char* state, char** err_out);
+/* An intermediate value of a running trial; NaN and infinities are KT_ERR_INVALID. */
 KT_API int kt_study_report(kt_study* study, int64_t trial_id, int64_t step, double value, char** err_out);
 KT_API int kt_study_should_prune(kt_study* study, int64_t trial_id, int* prune_out, char** err_out);
 /* Warm start: the next ask returns this assignment ({"x": 1.0, "c": "a"}). */
