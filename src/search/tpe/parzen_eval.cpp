@@ -31,12 +31,15 @@ double snap_to_grid(const ParzenDim& pd, double t) {
 }  // namespace
 
 // ------------------------------------------------------------------------------------------ log_pdf
-// m points; terms: m x stride_ scratch, pts: m x n_dims() scratch. A categorical coordinate means the choice
-// it lies in (its floor); outside [0, n_choices) the point has no mass.
+// m points; terms: m x stride_ scratch, pts: m x n_dims() scratch (a copy of the points when a categorical
+// coordinate must be replaced by the choice it lies in, its floor; outside [0, n_choices) the point has no mass).
 void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, double* terms, double* pts, double* out) const {
   const std::size_t D = dims_.size();
-  std::copy(x, x + m * D, pts);
   bool outside[kBlock] = {};
+  if (std::find(kind_.begin(), kind_.end(), simd::kCategorical) != kind_.end()) {
+    std::copy(x, x + m * D, pts);
+    x = pts;
+  }
   for (std::size_t d = 0; d < D; ++d) {
     if (kind_[d] != simd::kCategorical) continue;
     const double C = static_cast<double>(dims_[d].n_choices);
@@ -47,10 +50,10 @@ void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, double* ter
     }
   }
   const simd::Kernels& kern = simd::kernels();
-  kern.joint_terms({pts, m, D, kind_.data(), half_.data(), mu_.data(), coef_.data(), base_.data(), stride_, terms, out});
+  kern.joint_terms({x, m, D, kind_.data(), half_.data(), mu_.data(), coef_.data(), base_.data(), stride_, terms, out});
   for (std::size_t r = 0; r < m; ++r) {
     double* t = terms + r * stride_;
-    const double top = has_discrete_ ? exact_discrete_terms(pts + r * D, t) : out[r];
+    const double top = has_discrete_ ? exact_discrete_terms(x + r * D, t) : out[r];
     out[r] = outside[r] ? -kInf : kern.log_sum_exp(t, stride_, top);
   }
 }

@@ -15,6 +15,16 @@
 
 namespace kubetune::search::simd::body {
 
+// The largest lane of a batch (a template, so each instruction set's copy has its own name).
+template <class B>
+double max_lane(const B& v) {
+  alignas(64) double lanes[B::size];
+  v.store_aligned(lanes);
+  double m = lanes[0];
+  for (std::size_t l = 1; l < B::size; ++l) m = lanes[l] > m ? lanes[l] : m;
+  return m;
+}
+
 // P points at once: each table entry is loaded once for all of them.
 template <class Arch, std::size_t P>
 void joint_terms_of(const JointArgs& a, std::size_t first) {
@@ -57,13 +67,7 @@ void joint_terms_of(const JointArgs& a, std::size_t first) {
       top[p] = xsimd::max(top[p], acc[p]);
     }
   }
-  for (std::size_t p = 0; p < P; ++p) {
-    alignas(64) double lanes[W];
-    top[p].store_aligned(lanes);
-    double m = lanes[0];
-    for (std::size_t l = 1; l < W; ++l) m = lanes[l] > m ? lanes[l] : m;
-    a.top[first + p] = m;
-  }
+  for (std::size_t p = 0; p < P; ++p) a.top[first + p] = max_lane(top[p]);
 }
 
 template <class Arch>
@@ -140,11 +144,7 @@ double discrete_exact(const DiscreteArgs& a) {
     exact.store_unaligned(a.terms + k);
     top = xsimd::max(top, exact);
   }
-  alignas(64) double lanes[B::size];
-  top.store_aligned(lanes);
-  double m = lanes[0];
-  for (std::size_t l = 1; l < B::size; ++l) m = lanes[l] > m ? lanes[l] : m;
-  return m;
+  return max_lane(top);
 }
 
 template <class Arch>

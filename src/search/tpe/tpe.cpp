@@ -159,9 +159,11 @@ std::size_t gather(const TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, cons
     w.resize(total);
     tpe_recency_weights(total, cfg.n_flat_weights, w.data());
   }
-  g.order.resize(dg * total);
-  if (want_order) want_order = history_orders(ws, g, grp, rows, total);
-  if (!want_order) g.order.clear();
+  g.order.clear();
+  if (want_order) {
+    g.order.resize(dg * total);
+    if (!history_orders(ws, g, grp, rows, total)) g.order.clear();
+  }
   return total;
 }
 
