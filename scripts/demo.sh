@@ -6,6 +6,7 @@ cd "$ROOT"
 bash scripts/setup.sh
 export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 "$ROOT/.venv/bin/python" -m pip install -q --no-build-isolation "$ROOT"
-# The installed package cannot see the repository; point it at ../shared/data when present.
+# kubetune.sched reads the shared data (the Alibaba trace) from $KUBETUNE_SHARED_DATA only: point it at
+# ../shared/data when present (the installed package never looks outside itself).
 if [[ -d "$ROOT/../shared/data" ]]; then export KUBETUNE_SHARED_DATA="${KUBETUNE_SHARED_DATA:-$(cd "$ROOT/../shared/data" && pwd)}"; fi
 cd /tmp && exec "$ROOT/.venv/bin/python" -m kubetune.demo "$@"

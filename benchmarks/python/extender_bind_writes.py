@@ -63,7 +63,7 @@ def main() -> None:
         ext.set_writer(kube.KubeWriter(core))
         sync = kube.ClusterSync(ext, core)
         sync.start(timeout_s=60)
-        with sched.ExtenderServer(ext, port=0, threads=2) as srv:
+        with sched.ExtenderServer(ext, port=0, n_threads=2) as srv:
             conn = http.client.HTTPConnection("127.0.0.1", srv.address[1])
 
             def post(verb, body):

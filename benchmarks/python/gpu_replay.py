@@ -36,7 +36,8 @@ def main() -> int:
     args = ap.parse_args()
 
     if sched.trace_dir() is None:
-        print("Alibaba trace not found (../shared/data/alibaba-gpu-2023); nothing to replay", file=sys.stderr)
+        print("Alibaba trace not found: set KUBETUNE_SHARED_DATA to the folder holding alibaba-gpu-2023 "
+              "(e.g. ../shared/data); nothing to replay", file=sys.stderr)
         return 1
     seeds = list(range(42, 42 + args.seeds))
     results = {}

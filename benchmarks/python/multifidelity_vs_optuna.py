@@ -12,7 +12,6 @@ Runs that never reach it count as the cap in the median.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -23,11 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.append(os.path.join(HERE, "..", "..", "python"))  # PYTHONPATH, if set, wins
 
 import kubetune  # noqa: E402,F401
-
-_spec = importlib.util.spec_from_file_location(
-    "kt_demo_mf", os.path.join(HERE, "..", "..", "python", "kubetune", "_demo_multifidelity.py"))
-dm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(dm)
+from kubetune.demo import multifidelity as dm  # noqa: E402
 
 
 def run_optuna(seed: int, target: float, cap: float, pruner_name: str, sampler_name: str) -> Optional[float]:

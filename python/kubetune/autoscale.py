@@ -1,12 +1,12 @@
 """kubetune.autoscale: Knative KPA and Kubernetes HPA maths, Erlang-C latency sizing, and a trace simulator.
 
 Everything numeric lives in C++ (``kubetune._kubetune.autoscale``) and is re-exported here; this module adds
-side-by-side comparisons, plots (matplotlib) and the demo section.
+side-by-side comparisons and plots (matplotlib); the demo section is ``kubetune.demo.autoscale``.
 """
 from __future__ import annotations
 
-import warnings
-from typing import Dict, Mapping, Optional
+import typing as _typing
+import warnings as _warnings
 
 from ._kubetune import autoscale as _native
 
@@ -92,6 +92,11 @@ from ._kubetune.autoscale import (  # the C++ side, re-exported explicitly so ty
     trace_spike as trace_spike,
     trace_steps as trace_steps,
 )
+
+if _typing.TYPE_CHECKING:
+    from typing import Dict, Mapping, Optional
+
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
 
 __all__ = [
     "Aggregation",
@@ -189,12 +194,23 @@ _RENAMED_KEYWORDS = {
 }
 
 
-def __getattr__(name: str) -> float:
+def __getattr__(name: str) -> _typing.Any:
     # TICK_INTERVAL_SECONDS became TICK_INTERVAL_S (the unit rule); the old name stays for one release.
     if name == "TICK_INTERVAL_SECONDS":
-        warnings.warn("TICK_INTERVAL_SECONDS is deprecated (removed in the next release); use TICK_INTERVAL_S",
-                      DeprecationWarning, stacklevel=2)
+        _warnings.warn("TICK_INTERVAL_SECONDS is deprecated (removed in the next release); use TICK_INTERVAL_S",
+                       DeprecationWarning, stacklevel=2)
         return TICK_INTERVAL_S
+    # The demo section moved to kubetune.demo.autoscale (no demo code in library modules).
+    if name == "demo_trace":
+        _warnings.warn("kubetune.autoscale.demo_trace is deprecated (removed in the next release); use "
+                       "kubetune.demo.autoscale.demo_trace", DeprecationWarning, stacklevel=2)
+        from .demo.autoscale import demo_trace
+
+        return demo_trace
+    if name == "_demo":  # private; transitional until tests/python/test_autoscale.py calls kubetune.demo.autoscale
+        from .demo.autoscale import run
+
+        return run
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -221,8 +237,8 @@ def standard_configs(
         new = _RENAMED_KEYWORDS.get(old)
         if new is None:
             raise TypeError(f"standard_configs() got an unexpected keyword argument {old!r}")
-        warnings.warn(f"standard_configs({old}=...) is deprecated (removed in the next release); use {new}",
-                      DeprecationWarning, stacklevel=2)
+        _warnings.warn(f"standard_configs({old}=...) is deprecated (removed in the next release); use {new}",
+                       DeprecationWarning, stacklevel=2)
         given[new] = value
     slo = _native.LatencySlo(latency_s=given["latency_s"], quantile=quantile)
     common = dict(
@@ -289,27 +305,3 @@ def plot_simulation(
         fig.savefig(path, dpi=120)
     return fig
 
-
-def demo_trace(quick: bool = False) -> "_native.Trace":
-    """A day-like cycle with a burst in the middle, an idle gap (scale to zero) and a last trickle (cold start)."""
-    import numpy as np
-
-    total = 1200.0 if quick else 3600.0
-    base = np.asarray(_native.trace_diurnal(150.0, 120.0, total * 0.8, total * 0.8, 1.0, 0.05, 7).rate)
-    n = len(base)
-    burst = np.zeros(n)
-    start = n // 2
-    burst[start : start + 60] = 150.0
-    tail = np.zeros(int(total - n))
-    tail[-60:] = 20.0
-    return _native.Trace(np.concatenate([base + burst, tail]), 1.0)
-
-
-def _demo(quick: bool = False) -> None:
-    """Demo section for ``python -m kubetune.demo``: KPA vs HPA vs SLO sizing on one trace."""
-    trace = demo_trace(quick)
-    results = compare(trace, standard_configs())
-    print(f"trace: {len(trace)} s, mean {sum(trace.rate) / len(trace):.0f} req/s, 100 ms service, "
-          f"10 concurrent per pod, 10 s pod start-up, SLO p95 latency <= 500 ms")
-    print(summary_table(results))
-    print(f"Erlang C check (A=10, c=14, AHT 180 s): P(wait) = {_native.erlang_c(14, 10.0):.5f}")

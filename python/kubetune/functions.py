@@ -16,22 +16,33 @@ and adapt to the input's dimension; ``get(name, dim)`` or ``f.with_dim(d)`` fixe
 """
 from __future__ import annotations
 
-from typing import Optional
+import typing as _typing
 
 from ._kubetune import functions as _native
+from ._kubetune.functions import (  # the C++ side, re-exported explicitly so type checkers see it
+    Function as Function,
+    ackley as ackley,
+    branin as branin,
+    goldstein_price as goldstein_price,
+    hartmann3 as hartmann3,
+    hartmann6 as hartmann6,
+    levy as levy,
+    rastrigin as rastrigin,
+    rosenbrock as rosenbrock,
+    six_hump_camel as six_hump_camel,
+    styblinski_tang as styblinski_tang,
+)
 
-Function = _native.Function
+# The multi-fidelity module adds its synthetic learning curves to the same native submodule; a developer build
+# without it (KUBETUNE_MODULES) lacks them.
+if hasattr(_native, "LearningCurves"):
+    from ._kubetune.functions import LearningCurves as LearningCurves
+    from ._kubetune.functions import learning_curves as learning_curves
 
-branin = _native.branin
-hartmann3 = _native.hartmann3
-hartmann6 = _native.hartmann6
-rosenbrock = _native.rosenbrock
-ackley = _native.ackley
-levy = _native.levy
-styblinski_tang = _native.styblinski_tang
-six_hump_camel = _native.six_hump_camel
-goldstein_price = _native.goldstein_price
-rastrigin = _native.rastrigin
+if _typing.TYPE_CHECKING:
+    from typing import Optional
+
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
 
 
 def names() -> list[str]:
@@ -53,15 +64,7 @@ def regret(name_or_function: "str | Function", best_value: float, dim: Optional[
     return float(best_value) - f.optimum
 
 
-# Other modules add their benchmarks to the same native submodule (e.g. multifidelity's LearningCurves):
-# re-export every public name found there.
-def _reexport_native() -> None:
-    for name in dir(_native):
-        if not name.startswith("_") and name not in globals():
-            globals()[name] = getattr(_native, name)
-
-
-_reexport_native()
-
-__all__ = sorted({"Function", "names", "get", "regret", *_native.names(),
-                  *(n for n in dir(_native) if not n.startswith("_"))})
+__all__ = [n for n in [
+    "Function", "LearningCurves", "ackley", "branin", "get", "goldstein_price", "hartmann3", "hartmann6",
+    "learning_curves", "levy", "names", "rastrigin", "regret", "rosenbrock", "six_hump_camel", "styblinski_tang",
+] if n in globals()]

@@ -2,19 +2,26 @@
 callbacks) and ``trials_dataframe`` (an Optuna-like pandas table)."""
 from __future__ import annotations
 
-import datetime
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+import datetime as _datetime
+import threading as _threading
+import time as _time
+import typing as _typing
+from concurrent.futures import ThreadPoolExecutor as _ThreadPoolExecutor
+from concurrent.futures import wait as _wait
 
-if TYPE_CHECKING:
+from ._deprecation import renamed_keywords as _renamed_keywords
+
+if _typing.TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
     import pandas as pd
 
-__all__ = ["RunningTrial", "TrialPruned"]
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
+
+__all__ = ["Callback", "RunningTrial", "TrialPruned"]
 
 #: ``callback(study, trial)``, called after each finished trial (the signature of Optuna's callbacks).
-Callback = Callable[[Any, Any], None]
+Callback = _typing.Callable[[_typing.Any, _typing.Any], None]
 
 
 class TrialPruned(Exception):
@@ -85,17 +92,18 @@ def _objective_result(value: Any) -> float | list[float]:
         raise TypeError(f"objective must return a number, got {type(value).__name__}") from None
 
 
+@_renamed_keywords("Study.optimize", n_jobs="n_threads", show_progress="progress")
 def _optimize(
     self: Any,
     func: Callable[[RunningTrial], float],
     n_trials: int,
-    n_jobs: int = 1,
-    show_progress: bool = False,
+    n_threads: int = 1,
+    progress: bool = False,
     timeout: float | None = None,
     catch: Iterable[type[BaseException]] = (),
     callbacks: Iterable[Callback] | None = None,
 ) -> Any:
-    """Run ``func(trial)`` for ``n_trials`` trials with ``n_jobs`` worker threads; returns the study.
+    """Run ``func(trial)`` for ``n_trials`` trials with ``n_threads`` worker threads; returns the study.
 
     ``func`` returns the objective value (or a list for several directions), raises ``kt.TrialPruned`` to
     stop early (recorded as pruned) or any other exception (recorded as failed; re-raised unless its type is
@@ -111,25 +119,29 @@ def _optimize(
     pruned, or failed with an exception in ``catch``), with the finished ``kt.Trial``, in the worker thread
     that ran it, one callback call at a time. An exception in a callback stops ``optimize`` and is re-raised,
     as in Optuna.
+
+    ``n_threads=-1`` uses one thread per CPU; ``progress=True`` shows a tqdm bar with the best value. The names
+    ``n_jobs`` (for ``n_threads``) and ``show_progress`` (for ``progress``) are deprecated aliases that still
+    work for one release with a ``DeprecationWarning``; giving both spellings of one setting is a TypeError.
     """
     from ._kubetune import SearchExhausted
 
     if not isinstance(n_trials, int) or isinstance(n_trials, bool) or n_trials < 0:
         raise ValueError(f"n_trials must be a non-negative int, got {n_trials!r}")
-    if not isinstance(n_jobs, int) or isinstance(n_jobs, bool) or n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"n_jobs must be a positive int or -1, got {n_jobs!r}")
-    if n_jobs == -1:
+    if not isinstance(n_threads, int) or isinstance(n_threads, bool) or n_threads == 0 or n_threads < -1:
+        raise ValueError(f"n_threads must be a positive int or -1, got {n_threads!r}")
+    if n_threads == -1:
         import os
 
-        n_jobs = os.cpu_count() or 1
+        n_threads = os.cpu_count() or 1
     catch = tuple(catch)
     cbs = _check_callbacks(callbacks)
-    cb_lock = threading.Lock()
-    lock = threading.Lock()
+    cb_lock = _threading.Lock()
+    lock = _threading.Lock()
     state = _RunState(n_trials)
-    deadline = None if timeout is None else time.monotonic() + float(timeout)
+    deadline = None if timeout is None else _time.monotonic() + float(timeout)
     bar = None
-    if show_progress:
+    if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n_trials, desc="kubetune", unit="trial")
@@ -138,7 +150,7 @@ def _optimize(
         with lock:
             if state.stop or state.left <= 0:
                 return False
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and _time.monotonic() > deadline:
                 return False
             state.left -= 1
             return True
@@ -154,7 +166,7 @@ def _optimize(
                     if state.active == 0 or state.stop:
                         state.stop = True
                         return None
-                time.sleep(0.005)
+                _time.sleep(0.005)
                 continue
             with lock:
                 stopped = state.stop
@@ -232,9 +244,9 @@ def _optimize(
             told = finish(trial.id, result)
         if told:
             run_callbacks(trial.id)
-            progress()
+            advance_bar()
 
-    def progress() -> None:
+    def advance_bar() -> None:
         if bar is not None:
             with lock:
                 bar.update(1)
@@ -243,10 +255,10 @@ def _optimize(
                     bar.set_postfix(best=f"{best:.6g}")
 
     def run_threads() -> None:
-        pool = ThreadPoolExecutor(max_workers=n_jobs)
-        futures = [pool.submit(worker) for _ in range(n_jobs)]
+        pool = _ThreadPoolExecutor(max_workers=n_threads)
+        futures = [pool.submit(worker) for _ in range(n_threads)]
         try:
-            while wait(futures, timeout=_POLL_SECONDS).not_done:
+            while _wait(futures, timeout=_POLL_SECONDS).not_done:
                 pass
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -256,7 +268,7 @@ def _optimize(
             f.result()
 
     try:
-        if n_jobs == 1:
+        if n_threads == 1:
             worker()
         else:
             run_threads()
@@ -305,9 +317,9 @@ def _import_pandas() -> Any:
     return pandas
 
 
-def _timestamp(seconds: float) -> datetime.datetime | None:
+def _timestamp(seconds: float) -> _datetime.datetime | None:
     # Naive local time, as Optuna's datetime_start / datetime_complete.
-    return datetime.datetime.fromtimestamp(seconds) if seconds > 0 else None
+    return _datetime.datetime.fromtimestamp(seconds) if seconds > 0 else None
 
 
 def _trial_row(trial: Any, n_objectives: int, pending: Any, finished: Any) -> dict[str, Any]:

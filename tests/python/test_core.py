@@ -166,7 +166,7 @@ def test_exhaustion_stops_optimize():
 
 def test_eight_threads_no_lost_or_duplicated_trials():
     st = kt.Study(space(), seed=9)
-    st.optimize(objective, n_trials=400, n_jobs=8)
+    st.optimize(objective, n_trials=400, n_threads=8)
     ids = [t.id for t in st.trials]
     assert ids == list(range(400))
     assert all(t.state == kt.TrialState.COMPLETE for t in st.trials)
@@ -194,7 +194,7 @@ def test_eight_threads_no_lost_or_duplicated_trials():
 
 def test_progress_bar(capsys):
     st = kt.Study(space(), seed=0)
-    st.optimize(objective, n_trials=5, show_progress=True)
+    st.optimize(objective, n_trials=5, progress=True)
     err = capsys.readouterr().err
     assert "5/5" in err
 
@@ -216,8 +216,35 @@ def test_bad_arguments():
     st = kt.Study(space())
     with pytest.raises(ValueError, match="n_trials"):
         st.optimize(objective, n_trials=-1)
-    with pytest.raises(ValueError, match="n_jobs"):
-        st.optimize(objective, n_trials=1, n_jobs=0)
+    with pytest.raises(ValueError, match="n_threads"):
+        st.optimize(objective, n_trials=1, n_threads=0)
+
+
+def test_optimize_deprecated_keyword_aliases(capsys):
+    # n_jobs / show_progress became n_threads / progress (one naming rule); the old names work for one release.
+    st = kt.Study(space(), seed=0)
+    with pytest.warns(DeprecationWarning, match=r"optimize\(n_jobs=\.\.\.\) is deprecated .* use n_threads="):
+        st.optimize(objective, n_trials=6, n_jobs=2)
+    assert [t.state for t in st.trials] == [kt.TrialState.COMPLETE] * 6
+    with pytest.warns(DeprecationWarning, match=r"show_progress=\.\.\.\) is deprecated .* use progress="):
+        st.optimize(objective, n_trials=3, show_progress=True)
+    assert "3/3" in capsys.readouterr().err
+    with pytest.warns(DeprecationWarning, match="n_jobs"), pytest.raises(ValueError, match="n_threads must be"):
+        st.optimize(objective, n_trials=1, n_jobs=0)  # the alias is checked as the new name
+    # Both spellings of one setting: an error naming both, by keyword or positionally; nothing runs.
+    with pytest.raises(TypeError, match=r"got both n_threads= and its deprecated alias n_jobs="):
+        st.optimize(objective, n_trials=1, n_threads=2, n_jobs=2)
+    with pytest.raises(TypeError, match=r"got both n_threads= and its deprecated alias n_jobs="):
+        st.optimize(objective, 1, 1, n_jobs=2)
+    with pytest.raises(TypeError, match=r"got both progress= and its deprecated alias show_progress="):
+        st.optimize(objective, n_trials=1, progress=False, show_progress=False)
+    assert len(st.trials) == 9
+    # The new names are the signature that help() and the stubs show.
+    import inspect
+
+    params = list(inspect.signature(kt.Study.optimize).parameters)
+    assert params[:5] == ["self", "func", "n_trials", "n_threads", "progress"]
+    assert "n_jobs" not in params and "show_progress" not in params
 
 
 def test_cuda_queries_do_not_raise():
@@ -242,7 +269,7 @@ def test_optimize_threads_wait_for_hyperband_rungs_instead_of_stopping():
         time.sleep(rnd.random() * 0.002)
         return (t.params["x"] - 0.3) ** 2 + 1.0 / t.params["epochs"]
 
-    st.optimize(f, n_trials=1000, n_jobs=8)
+    st.optimize(f, n_trials=1000, n_threads=8)
     expected = sum(n for b in hb.brackets for n, _ in b["rungs"])
     assert expected == 69  # (27+9+3+1) + (12+4+1) + (6+2) + 4
     assert len(st.trials) == expected

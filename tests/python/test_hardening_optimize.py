@@ -75,7 +75,7 @@ def test_ctrl_c_single_thread_stops_at_once():
 def test_ctrl_c_with_worker_threads_stops_at_once():
     before = threading.active_count()
     st = kt.Study(space(), searcher="tpe", seed=3)
-    elapsed = run_interrupted(st, 0.3, sleep=1.0, n_trials=40, n_jobs=4)  # all trials: 10 s
+    elapsed = run_interrupted(st, 0.3, sleep=1.0, n_trials=40, n_threads=4)  # all trials: 10 s
     assert elapsed < 0.8  # does not even wait for the running trials to end (at 1 s)
     s = states(st)
     assert s == [kt.TrialState.FAILED] * len(s) and 1 <= len(s) <= 5  # only the first trials had started
@@ -98,7 +98,7 @@ def test_keyboard_interrupt_in_a_worker_objective():
 
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        st.optimize(f, n_trials=400, n_jobs=3)  # all trials: 3.3 s
+        st.optimize(f, n_trials=400, n_threads=3)  # all trials: 3.3 s
     assert time.monotonic() - t0 < 1.0
     s = states(st)
     assert kt.TrialState.RUNNING not in s and len(s) < 20

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import urllib.error
 import urllib.request
@@ -11,8 +12,8 @@ import pytest
 
 from kubetune import sched
 
-REPO = Path(__file__).resolve().parents[2]
-TRACE = REPO.parent / "shared" / "data" / "alibaba-gpu-2023"
+# The shared data folder comes from $KUBETUNE_SHARED_DATA (tests/python/conftest.py sets it to ../shared/data).
+TRACE = Path(os.environ.get("KUBETUNE_SHARED_DATA", "/nonexistent")) / "alibaba-gpu-2023"
 
 
 def _cluster():
@@ -179,9 +180,63 @@ def test_extender_over_http():
 
 
 def test_demo_quick(capsys):
-    sched._demo(quick=True)
+    from kubetune.demo import sched as demo_sched
+
+    demo_sched.run(quick=True)
     out = capsys.readouterr().out
+    assert "synthetic trace (seeded): 300 nodes" in out
     assert "kubetune" in out and "fgd" in out and "best_fit" in out
+    assert not hasattr(sched, "_demo")  # no demo code in the library module
+
+
+# ---------------------------------------------------------------- data location (argument, else the environment)
+def _fake_trace(root: Path) -> Path:
+    """A two-node, one-pod openb trace under root/alibaba-gpu-2023 (the readers' columns)."""
+    t = root / "alibaba-gpu-2023"
+    t.mkdir(parents=True)
+    (t / "openb_node_list_gpu_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nnode-0,96000,786432,8,T4\nnode-1,64000,262144,2,T4\n")
+    (t / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\npod-0,1000,1024,1,500,,LS,Running,0,100,1\n")
+    return t
+
+
+def test_data_location_is_an_argument_or_the_environment(tmp_path, monkeypatch):
+    trace = _fake_trace(tmp_path / "data")
+    monkeypatch.delenv("KUBETUNE_SHARED_DATA", raising=False)
+    # Nothing is guessed from the package's own location.
+    assert sched.shared_data_dir() is None and sched.trace_dir() is None
+    with pytest.raises(FileNotFoundError, match=r"\(\$KUBETUNE_SHARED_DATA is not set\): pass directory="):
+        sched.load_trace()
+    # An argument wins ...
+    assert sched.shared_data_dir(tmp_path / "data") == tmp_path / "data"
+    assert sched.trace_dir(tmp_path / "data") == trace
+    assert sched.trace_dir(tmp_path) is None and sched.shared_data_dir(tmp_path / "nope") is None
+    cluster, pods = sched.load_trace("default", trace)
+    assert (cluster.num_nodes, cluster.total_gpus, len(pods)) == (2, 10, 1)
+    # ... else the environment variable.
+    monkeypatch.setenv(sched.SHARED_DATA_ENV, str(tmp_path / "data"))
+    assert sched.shared_data_dir() == tmp_path / "data" and sched.trace_dir() == trace
+    cluster, pods = sched.load_trace()
+    assert (cluster.num_nodes, len(pods)) == (2, 1)
+    with pytest.raises(FileNotFoundError, match="trace variant 'gpushare40' not found"):
+        sched.load_trace("gpushare40")
+    monkeypatch.setenv(sched.SHARED_DATA_ENV, str(tmp_path))
+    assert sched.trace_dir() is None
+    with pytest.raises(FileNotFoundError, match=r"KUBETUNE_SHARED_DATA=.* has no alibaba-gpu-2023/"):
+        sched.load_trace()
+
+
+def test_extender_server_n_threads_and_deprecated_threads():
+    ext = sched.Extender(policy="best_fit")
+    with sched.ExtenderServer(ext, port=0, n_threads=3) as srv:
+        assert srv.running
+    with pytest.warns(DeprecationWarning, match=r"ExtenderServer\(threads=\.\.\.\) is deprecated .* n_threads="):
+        srv = sched.ExtenderServer(ext, port=0, threads=2)
+    assert not srv.running
+    with pytest.raises(TypeError, match="got both n_threads= and its deprecated alias threads="):
+        sched.ExtenderServer(ext, port=0, threads=2, n_threads=2)
 
 
 # ---------------------------------------------------------------- typical tasks, MIG tables, node totals, health

@@ -458,7 +458,7 @@ def test_callbacks_with_two_threads_run_in_the_worker_and_one_at_a_time() -> Non
         with guard:
             inside[0] -= 1
 
-    st.optimize(obj, n_trials=30, n_jobs=2, callbacks=[cb])
+    st.optimize(obj, n_trials=30, n_threads=2, callbacks=[cb])
     assert sorted(called_in) == list(range(30))
     assert called_in == ran_in
     assert len(set(ran_in.values())) == 2

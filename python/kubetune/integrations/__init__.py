@@ -3,4 +3,6 @@
 this package imports neither until its submodule is imported."""
 from __future__ import annotations
 
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
+
 __all__: list[str] = []

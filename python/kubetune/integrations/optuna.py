@@ -40,32 +40,43 @@ A finite space that the searcher reports exhausted (every point tried) gets a un
 """
 from __future__ import annotations
 
-import bisect
-import logging
-import math
-import os
-import threading
-import weakref
-import zlib
-from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+import bisect as _bisect
+import logging as _logging
+import math as _math
+import os as _os
+import threading as _threading
+import typing as _typing
+import weakref as _weakref
+import zlib as _zlib
+from collections import OrderedDict as _OrderedDict
+from dataclasses import dataclass as _dataclass
+from dataclasses import field as _field
 
-import numpy as np
-import numpy.typing as npt
-import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
-from optuna.pruners import BasePruner
-from optuna.samplers import BaseSampler
-from optuna.search_space import IntersectionSearchSpace
-from optuna.study import StudyDirection
-from optuna.trial import FrozenTrial, TrialState
+import numpy as _np
+import optuna as _optuna
+from optuna.distributions import BaseDistribution as _BaseDistribution
+from optuna.distributions import CategoricalDistribution as _CategoricalDistribution
+from optuna.distributions import FloatDistribution as _FloatDistribution
+from optuna.distributions import IntDistribution as _IntDistribution
+from optuna.pruners import BasePruner as _BasePruner
+from optuna.samplers import BaseSampler as _BaseSampler
+from optuna.search_space import IntersectionSearchSpace as _IntersectionSearchSpace
+from optuna.study import StudyDirection as _StudyDirection
+from optuna.trial import FrozenTrial as _FrozenTrial
+from optuna.trial import TrialState as _TrialState
 
-import kubetune as kt
+import kubetune as _kt
 
-__all__ = ["KubetuneSampler", "KubetunePruner"]
+if _typing.TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Optional, Sequence
 
-_log = logging.getLogger(__name__)
+    import numpy.typing as npt
+
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
+
+__all__ = ["INDEPENDENT_ATTRS_PREFIX", "KubetunePruner", "KubetuneSampler", "RELATIVE_ATTRS_KEY"]
+
+_log = _logging.getLogger(__name__)
 
 #: System attribute holding the searcher attributes of a trial's relative sample.
 RELATIVE_ATTRS_KEY = "kubetune:relative"
@@ -77,16 +88,16 @@ _VALUE_BLIND = frozenset({"random", "sobol", "grid"})
 _MASK64 = (1 << 64) - 1
 _MAX_HISTORIES = 64  # cached (space, stream) conversions per study, least recently used dropped
 
-_COMPLETE: int = kt.TrialState.COMPLETE.value
-_KT_STATE: dict[TrialState, int] = {
-    TrialState.COMPLETE: _COMPLETE,
-    TrialState.PRUNED: kt.TrialState.PRUNED.value,
-    TrialState.RUNNING: kt.TrialState.RUNNING.value,
-    TrialState.WAITING: kt.TrialState.RUNNING.value,  # not started yet: a pending point all the same
-    TrialState.FAIL: kt.TrialState.FAILED.value,
+_COMPLETE: int = _kt.TrialState.COMPLETE.value
+_KT_STATE: dict[_TrialState, int] = {
+    _TrialState.COMPLETE: _COMPLETE,
+    _TrialState.PRUNED: _kt.TrialState.PRUNED.value,
+    _TrialState.RUNNING: _kt.TrialState.RUNNING.value,
+    _TrialState.WAITING: _kt.TrialState.RUNNING.value,  # not started yet: a pending point all the same
+    _TrialState.FAIL: _kt.TrialState.FAILED.value,
 }
 
-Space = Mapping[str, BaseDistribution]
+_Space = _typing.Mapping[str, _BaseDistribution]
 
 
 # ---------------------------------------------------------------------------------------------- seeds
@@ -101,46 +112,46 @@ def _mix(seed: int, salt: int) -> int:
 
 
 def _fresh_seed() -> int:
-    return int.from_bytes(os.urandom(8), "little")
+    return int.from_bytes(_os.urandom(8), "little")
 
 
 def _independent_salt(name: str) -> int:
-    return 1 + zlib.crc32(name.encode("utf-8"))
+    return 1 + _zlib.crc32(name.encode("utf-8"))
 
 
 # ---------------------------------------------------------------------------------------------- distributions
 
 
-def _unsupported(name: str, dist: BaseDistribution) -> TypeError:
+def _unsupported(name: str, dist: _BaseDistribution) -> TypeError:
     return TypeError(
         f"KubetuneSampler: parameter {name!r} has an unsupported distribution {dist!r} "
         "(supported: FloatDistribution, IntDistribution, CategoricalDistribution)"
     )
 
 
-def _add_param(space: kt.SearchSpace, name: str, dist: BaseDistribution) -> None:
+def _add_param(space: _kt.SearchSpace, name: str, dist: _BaseDistribution) -> None:
     """Add one Optuna distribution to a kubetune space; TypeError / ValueError name the parameter."""
-    if isinstance(dist, FloatDistribution):
+    if isinstance(dist, _FloatDistribution):
         try:
             space.add_float(name, float(dist.low), float(dist.high), log=dist.log, step=dist.step)
         except ValueError as e:
             raise ValueError(f"KubetuneSampler: parameter {name!r} ({dist!r}) is not supported: {e}") from None
-    elif isinstance(dist, IntDistribution):
+    elif isinstance(dist, _IntDistribution):
         try:
             space.add_int(name, int(dist.low), int(dist.high), log=dist.log, step=int(dist.step))
         except (ValueError, OverflowError, TypeError) as e:
             raise ValueError(f"KubetuneSampler: parameter {name!r} ({dist!r}) is not supported: {e}") from None
-    elif isinstance(dist, CategoricalDistribution):
+    elif isinstance(dist, _CategoricalDistribution):
         space.add_categorical(name, [str(i) for i in range(len(dist.choices))])
     else:
         raise _unsupported(name, dist)
 
 
-def _check_supported(name: str, dist: BaseDistribution) -> None:
-    _add_param(kt.SearchSpace(), name, dist)
+def _check_supported(name: str, dist: _BaseDistribution) -> None:
+    _add_param(_kt.SearchSpace(), name, dist)
 
 
-def _is_supported(name: str, dist: BaseDistribution) -> bool:
+def _is_supported(name: str, dist: _BaseDistribution) -> bool:
     try:
         _check_supported(name, dist)
     except (TypeError, ValueError):
@@ -148,19 +159,19 @@ def _is_supported(name: str, dist: BaseDistribution) -> bool:
     return True
 
 
-def _single_value(dist: BaseDistribution) -> Any:
-    if isinstance(dist, CategoricalDistribution):
+def _single_value(dist: _BaseDistribution) -> Any:
+    if isinstance(dist, _CategoricalDistribution):
         return dist.choices[0]
-    if isinstance(dist, (FloatDistribution, IntDistribution)):
+    if isinstance(dist, (_FloatDistribution, _IntDistribution)):
         return dist.low
     raise _unsupported("?", dist)
 
 
 def _is_nan(v: Any) -> bool:
-    return isinstance(v, float) and math.isnan(v)
+    return isinstance(v, float) and _math.isnan(v)
 
 
-def _choice_index(dist: CategoricalDistribution, value: Any) -> int:
+def _choice_index(dist: _CategoricalDistribution, value: Any) -> int:
     """Index of value among the choices, telling True from 1 and 1.0 from 1 (same type first)."""
     for i, c in enumerate(dist.choices):
         if type(c) is type(value) and (c == value or (_is_nan(c) and _is_nan(value))):
@@ -168,7 +179,7 @@ def _choice_index(dist: CategoricalDistribution, value: Any) -> int:
     return int(dist.to_internal_repr(value))
 
 
-def _contains(dist: BaseDistribution, value: Any) -> bool:
+def _contains(dist: _BaseDistribution, value: Any) -> bool:
     try:
         return bool(dist._contains(dist.to_internal_repr(value)))
     except (ValueError, TypeError):
@@ -178,30 +189,30 @@ def _contains(dist: BaseDistribution, value: Any) -> bool:
 _FLOAT, _INT, _CATEGORICAL = 0, 1, 2
 
 
-@dataclass(frozen=True)
+@_dataclass(frozen=True)
 class _Param:
     """One parameter's conversion (what isinstance would decide, decided once)."""
 
     name: str
-    dist: BaseDistribution
+    dist: _BaseDistribution
     kind: int
     low: float = 0.0
     high: float = 0.0
     step: Optional[float] = None
 
     @staticmethod
-    def of(name: str, dist: BaseDistribution) -> "_Param":
-        if isinstance(dist, CategoricalDistribution):
+    def of(name: str, dist: _BaseDistribution) -> "_Param":
+        if isinstance(dist, _CategoricalDistribution):
             return _Param(name, dist, _CATEGORICAL)
-        if isinstance(dist, IntDistribution):
+        if isinstance(dist, _IntDistribution):
             return _Param(name, dist, _INT, float(dist.low), float(dist.high))
-        assert isinstance(dist, FloatDistribution)
+        assert isinstance(dist, _FloatDistribution)
         return _Param(name, dist, _FLOAT, float(dist.low), float(dist.high), dist.step)
 
     def internal(self, value: Any) -> float:
         """Optuna value -> kubetune internal encoding (value, or categorical index), snapped on the grid."""
         if self.kind == _CATEGORICAL:
-            assert isinstance(self.dist, CategoricalDistribution)
+            assert isinstance(self.dist, _CategoricalDistribution)
             return float(_choice_index(self.dist, value))
         v = float(value)
         if self.step is not None:
@@ -211,7 +222,7 @@ class _Param:
     def external(self, x: float) -> Any:
         """kubetune internal encoding -> the Optuna value (python float / int, or the choice object itself)."""
         if self.kind == _CATEGORICAL:
-            assert isinstance(self.dist, CategoricalDistribution)
+            assert isinstance(self.dist, _CategoricalDistribution)
             return self.dist.choices[int(round(x))]
         if self.kind == _INT:
             return int(round(x))
@@ -224,14 +235,14 @@ class _Param:
 class _Codec:
     """One search space: the kubetune space and the per-trial encoding of Optuna parameters."""
 
-    def __init__(self, space: Space) -> None:
+    def __init__(self, space: _Space) -> None:
         self.names = list(space)
         self.params = [_Param.of(n, space[n]) for n in self.names]
-        self.kt_space = kt.SearchSpace()
+        self.kt_space = _kt.SearchSpace()
         for p in self.params:
             _add_param(self.kt_space, p.name, p.dist)
 
-    def encode(self, t: FrozenTrial) -> Optional[list[float]]:
+    def encode(self, t: _FrozenTrial) -> Optional[list[float]]:
         """The trial's point, or None when it lacks a parameter or used another distribution for it."""
         dists = t.distributions
         params = t.params
@@ -256,7 +267,7 @@ class _Codec:
         return {p.name: p.external(v) for p, v in zip(self.params, x)}
 
 
-def _space_key(space: Space) -> tuple[Any, ...]:
+def _space_key(space: _Space) -> tuple[Any, ...]:
     """A hashable key equal for equal spaces (cheaper than hashing the distributions)."""
     key: tuple[Any, ...] = tuple((n, type(d), tuple(vars(d).items())) for n, d in space.items())
     try:
@@ -269,7 +280,7 @@ def _space_key(space: Space) -> tuple[Any, ...]:
 # ---------------------------------------------------------------------------------------------- history
 
 
-@dataclass
+@_dataclass
 class _Row:
     x: list[float]
     state: int
@@ -278,19 +289,19 @@ class _Row:
     attrs: Optional[dict[str, float]] = None
 
 
-RowFn = Callable[[FrozenTrial], Optional[_Row]]
+_RowFn = _typing.Callable[[_FrozenTrial], _typing.Optional[_Row]]
 
 
 class _Grow:
     """A growing array (first axis) with amortised O(1) appends."""
 
     def __init__(self, shape: tuple[int, ...], dtype: type) -> None:
-        self.a: npt.NDArray[Any] = np.zeros((16, *shape), dtype=dtype)
+        self.a: npt.NDArray[Any] = _np.zeros((16, *shape), dtype=dtype)
         self.n = 0
 
     def append(self, v: Any) -> None:
         if self.n == len(self.a):
-            self.a = np.concatenate([self.a, np.zeros_like(self.a)])
+            self.a = _np.concatenate([self.a, _np.zeros_like(self.a)])
         self.a[self.n] = v
         self.n += 1
 
@@ -303,12 +314,12 @@ class _Columns:
 
     def __init__(self, dim: int, n_values: int) -> None:
         self.dim, self.n_values = dim, n_values
-        self.x = _Grow((dim,), np.float64)
-        self.state = _Grow((), np.int64)
-        self.values = _Grow((n_values,), np.float64)
-        self.i_row = _Grow((), np.int64)
-        self.i_step = _Grow((), np.int64)
-        self.i_value = _Grow((), np.float64)
+        self.x = _Grow((dim,), _np.float64)
+        self.state = _Grow((), _np.int64)
+        self.values = _Grow((n_values,), _np.float64)
+        self.i_row = _Grow((), _np.int64)
+        self.i_step = _Grow((), _np.int64)
+        self.i_value = _Grow((), _np.float64)
         self.attr_rows: list[int] = []  # ascending
         self.attr_values: list[dict[str, float]] = []
 
@@ -320,7 +331,7 @@ class _Columns:
         row = self.n
         self.x.append(r.x)
         self.state.append(r.state)
-        self.values.append(r.values if r.values is not None else np.zeros(self.n_values))
+        self.values.append(r.values if r.values is not None else _np.zeros(self.n_values))
         for step, v in r.curve or ():
             self.i_row.append(row)
             self.i_step.append(step)
@@ -332,22 +343,22 @@ class _Columns:
     def columns(self, start: int, tail: Sequence[_Row]) -> dict[str, Any]:
         """Rows start.. of these columns followed by rows that are not cached (trials still running), with
         row numbers counted from start."""
-        k = int(np.searchsorted(self.i_row.view(), start))
+        k = int(_np.searchsorted(self.i_row.view(), start))
         x, state, values = self.x.view()[start:], self.state.view()[start:], self.values.view()[start:]
         i_row, i_step, i_value = self.i_row.view()[k:] - start, self.i_step.view()[k:], self.i_value.view()[k:]
-        a = bisect.bisect_left(self.attr_rows, start)
+        a = _bisect.bisect_left(self.attr_rows, start)
         attrs = {r - start: v for r, v in zip(self.attr_rows[a:], self.attr_values[a:])}
         if tail:
             extra = _Columns(self.dim, self.n_values)
             for r in tail:
                 extra.append(r)
             n = len(x)
-            x = np.concatenate([x, extra.x.view()])
-            state = np.concatenate([state, extra.state.view()])
-            values = np.concatenate([values, extra.values.view()])
-            i_row = np.concatenate([i_row, extra.i_row.view() + n])
-            i_step = np.concatenate([i_step, extra.i_step.view()])
-            i_value = np.concatenate([i_value, extra.i_value.view()])
+            x = _np.concatenate([x, extra.x.view()])
+            state = _np.concatenate([state, extra.state.view()])
+            values = _np.concatenate([values, extra.values.view()])
+            i_row = _np.concatenate([i_row, extra.i_row.view() + n])
+            i_step = _np.concatenate([i_step, extra.i_step.view()])
+            i_value = _np.concatenate([i_value, extra.i_value.view()])
             attrs.update({n + r: v for r, v in zip(extra.attr_rows, extra.attr_values)})
         return {"x": x, "state": state, "values": values, "intermediate": (i_row, i_step, i_value),
                 "system_attrs": attrs}
@@ -360,17 +371,17 @@ class _History:
     Trials come ordered by number; the cache covers trials 0..frontier-1 while list position == number, and
     anything else (a filtered study) is converted on every call, so the cache can never change an answer."""
 
-    def __init__(self, codec: _Codec, row_fn: RowFn, study: kt.Study, n_values: int) -> None:
+    def __init__(self, codec: _Codec, row_fn: _RowFn, study: _kt.Study, n_values: int) -> None:
         self.codec = codec
         self.row_fn = row_fn
         self.kt_study = study
-        self.lock = threading.Lock()
+        self.lock = _threading.Lock()
         self.cols = _Columns(len(codec.names), n_values)
         self.frontier = 0
         self.kept = 0  # leading trials of kt_study that are cols rows 0..kept-1 (replace_trials keeps them)
         self.tail: list[_Row] = []  # the uncached rows of the last replay
 
-    def _advance(self, trials: Sequence[FrozenTrial]) -> None:
+    def _advance(self, trials: Sequence[_FrozenTrial]) -> None:
         k = self.frontier
         if k > len(trials) or (k > 0 and trials[k - 1].number != k - 1):
             self.cols = _Columns(self.cols.dim, self.cols.n_values)  # not the list the cache was built on
@@ -383,8 +394,8 @@ class _History:
             k += 1
             self.frontier = k
 
-    def replay(self, trials: Sequence[FrozenTrial], ask_counter: int, skip: int = -1,
-               replace: Optional[FrozenTrial] = None) -> dict[int, int]:
+    def replay(self, trials: Sequence[_FrozenTrial], ask_counter: int, skip: int = -1,
+               replace: Optional[_FrozenTrial] = None) -> dict[int, int]:
         """Refill kt_study with every usable trial (trial number ``skip`` left out, ``replace`` used for its
         own number) and return the kubetune id of each uncached trial number. Call with the lock held."""
         self._advance(trials)
@@ -410,11 +421,11 @@ class _History:
         return self.cols.columns(0, self.tail)
 
 
-def _curve(t: FrozenTrial) -> list[tuple[int, float]]:
+def _curve(t: _FrozenTrial) -> list[tuple[int, float]]:
     return sorted((int(s), float(v)) for s, v in t.intermediate_values.items())
 
 
-def _attrs(t: FrozenTrial, key: Optional[str]) -> Optional[dict[str, float]]:
+def _attrs(t: _FrozenTrial, key: Optional[str]) -> Optional[dict[str, float]]:
     if key is None:
         return None
     a = t.system_attrs.get(key)
@@ -423,19 +434,19 @@ def _attrs(t: FrozenTrial, key: Optional[str]) -> Optional[dict[str, float]]:
     return {str(k): float(v) for k, v in a.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
-def _sampler_row_fn(codec: _Codec, attrs_key: str) -> RowFn:
-    def row(t: FrozenTrial) -> Optional[_Row]:
+def _sampler_row_fn(codec: _Codec, attrs_key: str) -> _RowFn:
+    def row(t: _FrozenTrial) -> Optional[_Row]:
         state = t.state
-        if state == TrialState.FAIL:
+        if state == _TrialState.FAIL:
             return None
         x = codec.encode(t)
-        if x is None and state == TrialState.WAITING:
+        if x is None and state == _TrialState.WAITING:
             fixed = t.system_attrs.get("fixed_params")
             x = codec.encode_fixed(fixed) if isinstance(fixed, dict) else None
         if x is None:
             return None
-        values = t.values if state == TrialState.COMPLETE else None
-        curve = _curve(t) if state == TrialState.PRUNED else None
+        values = t.values if state == _TrialState.COMPLETE else None
+        curve = _curve(t) if state == _TrialState.PRUNED else None
         return _Row(x, _KT_STATE[state], values, curve, _attrs(t, attrs_key))
 
     return row
@@ -444,15 +455,15 @@ def _sampler_row_fn(codec: _Codec, attrs_key: str) -> RowFn:
 # ---------------------------------------------------------------------------------------------- per study
 
 
-@dataclass
+@_dataclass
 class _StudyState:
     directions: list[str]
-    space: IntersectionSearchSpace = field(default_factory=lambda: IntersectionSearchSpace(include_pruned=True))
-    histories: "OrderedDict[Any, _History]" = field(default_factory=OrderedDict)
-    supported: dict[Any, bool] = field(default_factory=dict)  # by _space_key of one parameter
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    space: _IntersectionSearchSpace = _field(default_factory=lambda: _IntersectionSearchSpace(include_pruned=True))
+    histories: "_OrderedDict[Any, _History]" = _field(default_factory=_OrderedDict)
+    supported: dict[Any, bool] = _field(default_factory=dict)  # by _space_key of one parameter
+    lock: _threading.Lock = _field(default_factory=_threading.Lock)
 
-    def relative_space(self, space: Space) -> dict[str, BaseDistribution]:
+    def relative_space(self, space: _Space) -> dict[str, _BaseDistribution]:
         """The distributions relative sampling takes (call with the lock held)."""
         out = {}
         for n, d in space.items():
@@ -465,8 +476,8 @@ class _StudyState:
         return out
 
 
-def _directions(study: optuna.Study) -> list[str]:
-    return ["maximize" if d == StudyDirection.MAXIMIZE else "minimize" for d in study.directions]
+def _directions(study: _optuna.Study) -> list[str]:
+    return ["maximize" if d == _StudyDirection.MAXIMIZE else "minimize" for d in study.directions]
 
 
 class _PerStudy:
@@ -474,12 +485,12 @@ class _PerStudy:
     on every call (correct, only slower)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_storage: "weakref.WeakKeyDictionary[Any, dict[tuple[int, str], _StudyState]]" = (
-            weakref.WeakKeyDictionary()
+        self._lock = _threading.Lock()
+        self._by_storage: "_weakref.WeakKeyDictionary[Any, dict[tuple[int, str], _StudyState]]" = (
+            _weakref.WeakKeyDictionary()
         )
 
-    def get(self, study: optuna.Study) -> _StudyState:
+    def get(self, study: _optuna.Study) -> _StudyState:
         key = (study._study_id, study.study_name)
         with self._lock:
             try:
@@ -493,7 +504,7 @@ class _PerStudy:
 
     def clear(self) -> None:
         with self._lock:
-            self._by_storage = weakref.WeakKeyDictionary()
+            self._by_storage = _weakref.WeakKeyDictionary()
 
 
 def _history(st: _StudyState, key: Any, make: Callable[[], _History]) -> _History:
@@ -511,7 +522,7 @@ def _history(st: _StudyState, key: Any, make: Callable[[], _History]) -> _Histor
 # ---------------------------------------------------------------------------------------------- sampler
 
 
-class KubetuneSampler(BaseSampler):
+class KubetuneSampler(_BaseSampler):
     """An Optuna sampler backed by a kubetune searcher (kt.TPE, kt.GP, kt.Sobol, kt.RandomSearch, ...).
 
     Args:
@@ -521,8 +532,8 @@ class KubetuneSampler(BaseSampler):
             streams.
     """
 
-    def __init__(self, searcher: kt.Searcher, *, seed: Optional[int] = None) -> None:
-        if not isinstance(searcher, kt.Searcher):
+    def __init__(self, searcher: _kt.Searcher, *, seed: Optional[int] = None) -> None:
+        if not isinstance(searcher, _kt.Searcher):
             raise TypeError(
                 f"KubetuneSampler: searcher must be a kubetune searcher such as kt.TPE(), got {type(searcher).__name__}"
             )
@@ -551,13 +562,13 @@ class KubetuneSampler(BaseSampler):
 
     # -- Optuna API ----------------------------------------------------------------------------------------
 
-    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+    def infer_relative_search_space(self, study: _optuna.Study, trial: _FrozenTrial) -> dict[str, _BaseDistribution]:
         st = self._state(study)
         with st.lock:  # the trial list read once per trial, as Optuna's samplers do (Study's per-trial cache)
             return st.relative_space(st.space.calculate(study, use_cache=True))
 
     def sample_relative(
-        self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+        self, study: _optuna.Study, trial: _FrozenTrial, search_space: dict[str, _BaseDistribution]
     ) -> dict[str, Any]:
         if not search_space:
             return {}
@@ -571,9 +582,9 @@ class KubetuneSampler(BaseSampler):
         return h.codec.decode(x)
 
     def sample_independent(
-        self, study: optuna.Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
+        self, study: _optuna.Study, trial: _FrozenTrial, param_name: str, param_distribution: _BaseDistribution
     ) -> Any:
-        if not isinstance(param_distribution, (FloatDistribution, IntDistribution, CategoricalDistribution)):
+        if not isinstance(param_distribution, (_FloatDistribution, _IntDistribution, _CategoricalDistribution)):
             raise _unsupported(param_name, param_distribution)
         if param_distribution.single():
             return _single_value(param_distribution)
@@ -589,7 +600,7 @@ class KubetuneSampler(BaseSampler):
 
     # -- internals -----------------------------------------------------------------------------------------
 
-    def _state(self, study: optuna.Study) -> _StudyState:
+    def _state(self, study: _optuna.Study) -> _StudyState:
         st = self._studies.get(study)
         if len(st.directions) > 1 and self._type not in _VALUE_BLIND:
             raise ValueError(
@@ -598,23 +609,23 @@ class KubetuneSampler(BaseSampler):
             )
         return st
 
-    def _history(self, st: _StudyState, space: Space, attrs_key: str, seed: int) -> _History:
+    def _history(self, st: _StudyState, space: _Space, attrs_key: str, seed: int) -> _History:
         key = (attrs_key, _space_key(space), seed)
 
         def make() -> _History:
             codec = _Codec(space)
-            study = kt.Study(codec.kt_space, self._config, direction=st.directions, seed=seed)
+            study = _kt.Study(codec.kt_space, self._config, direction=st.directions, seed=seed)
             return _History(codec, _sampler_row_fn(codec, attrs_key), study, len(st.directions))
 
         return _history(st, key, make)
 
-    def _ask(self, h: _History, trials: Sequence[FrozenTrial], number: int) -> tuple[list[float], dict[str, float]]:
+    def _ask(self, h: _History, trials: Sequence[_FrozenTrial], number: int) -> tuple[list[float], dict[str, float]]:
         with h.lock:
             h.replay(trials, number, skip=number)
             try:
                 t = h.kt_study.ask()
                 return list(t.x), dict(t.system_attrs)
-            except kt.SearchExhausted:
+            except _kt.SearchExhausted:
                 cols = h.all_columns()
         # kubetune searchers never repeat a point; Optuna samplers must answer even when a finite space has been
         # tried in full: the best complete point again for the searchers that read values, else a random one.
@@ -622,19 +633,19 @@ class KubetuneSampler(BaseSampler):
         best = None if self._type in _VALUE_BLIND else _best_point(cols, h.kt_study.direction)
         if best is not None:
             return best, {}
-        fallback = kt.Study.replay(
-            h.codec.kt_space, kt.RandomSearch(dedupe=False), [], seed=h.kt_study.seed, ask_counter=number
+        fallback = _kt.Study.replay(
+            h.codec.kt_space, _kt.RandomSearch(dedupe=False), [], seed=h.kt_study.seed, ask_counter=number
         )
         return list(fallback.ask().x), {}
 
 
 def _best_point(cols: Mapping[str, Any], direction: str) -> Optional[list[float]]:
     """The point of the best complete trial (objective 0; the first of equals), None without one."""
-    complete = np.flatnonzero(cols["state"] == _COMPLETE)
+    complete = _np.flatnonzero(cols["state"] == _COMPLETE)
     if len(complete) == 0:
         return None
     v = cols["values"][complete, 0]
-    k = int(np.argmax(v) if direction == "maximize" else np.argmin(v))
+    k = int(_np.argmax(v) if direction == "maximize" else _np.argmin(v))
     return [float(e) for e in cols["x"][complete[k]]]
 
 
@@ -642,18 +653,18 @@ def _best_point(cols: Mapping[str, Any], direction: str) -> Optional[list[float]
 
 
 # Pruners read learning curves only: the replayed trials share one dummy parameter.
-_PRUNER_SPACE: dict[str, BaseDistribution] = {"_": FloatDistribution(0.0, 1.0)}
+_PRUNER_SPACE: dict[str, _BaseDistribution] = {"_": _FloatDistribution(0.0, 1.0)}
 
 
-def _pruner_row(t: FrozenTrial) -> _Row:
+def _pruner_row(t: _FrozenTrial) -> _Row:
     state = t.state
-    values = [t.values[0]] if state == TrialState.COMPLETE and t.values else None
-    if state == TrialState.COMPLETE and values is None:
-        state = TrialState.FAIL
+    values = [t.values[0]] if state == _TrialState.COMPLETE and t.values else None
+    if state == _TrialState.COMPLETE and values is None:
+        state = _TrialState.FAIL
     return _Row([0.0], _KT_STATE[state], values, _curve(t))
 
 
-class KubetunePruner(BasePruner):
+class KubetunePruner(_BasePruner):
     """An Optuna pruner backed by a kubetune pruner (kt.MedianStop, kt.PercentilePruner, kt.ASHAPruner,
     kt.HyperbandPruner).
 
@@ -666,8 +677,8 @@ class KubetunePruner(BasePruner):
         seed: seed of the replayed study (for pruners that draw random numbers).
     """
 
-    def __init__(self, pruner: kt.Pruner, *, seed: int = 0) -> None:
-        if not isinstance(pruner, kt.Pruner):
+    def __init__(self, pruner: _kt.Pruner, *, seed: int = 0) -> None:
+        if not isinstance(pruner, _kt.Pruner):
             raise TypeError(
                 f"KubetunePruner: pruner must be a kubetune pruner such as kt.MedianStop(), got {type(pruner).__name__}"
             )
@@ -687,14 +698,14 @@ class KubetunePruner(BasePruner):
         self._config, self._seed = state["config"], state["seed"]
         self._studies = _PerStudy()
 
-    def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
+    def prune(self, study: _optuna.Study, trial: _FrozenTrial) -> bool:
         st = self._studies.get(study)
         if len(st.directions) != 1:
             raise ValueError(f"KubetunePruner: pruning needs one objective, the study has {len(st.directions)}")
 
         def make() -> _History:
             codec = _Codec(_PRUNER_SPACE)
-            ks = kt.Study(codec.kt_space, "random", direction=st.directions, seed=self._seed, pruner=self._config)
+            ks = _kt.Study(codec.kt_space, "random", direction=st.directions, seed=self._seed, pruner=self._config)
             return _History(codec, _pruner_row, ks, 1)
 
         h = _history(st, ("pruner",), make)

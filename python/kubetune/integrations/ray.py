@@ -17,59 +17,77 @@ domains with ``q == 1``, which stay upper-exclusive).
 """
 from __future__ import annotations
 
-import copy
-import json
-import logging
-import math
-import numbers
-import random
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+import copy as _copy
+import json as _json
+import logging as _logging
+import math as _math
+import numbers as _numbers
+import random as _random
+import typing as _typing
+from dataclasses import dataclass as _dataclass
+from dataclasses import field as _field
+from typing import Mapping as _Mapping
 
-from ray.tune.search import Searcher
-from ray.tune.search.sample import Categorical, Domain, Float, Integer, LogUniform, Quantized, Uniform
+from ray.tune.search import Searcher as _Searcher
+from ray.tune.search.sample import Categorical as _Categorical
+from ray.tune.search.sample import Domain as _Domain
+from ray.tune.search.sample import Float as _Float
+from ray.tune.search.sample import Integer as _Integer
+from ray.tune.search.sample import LogUniform as _LogUniform
+from ray.tune.search.sample import Quantized as _Quantized
+from ray.tune.search.sample import Uniform as _Uniform
 
-from .._kubetune import SearchExhausted, SearchSpace, Study, TrialState, make_searcher
+from .._kubetune import SearchExhausted as _SearchExhausted
 from .._kubetune import Searcher as _KtSearcher
+from .._kubetune import SearchSpace as _SearchSpace
+from .._kubetune import Study as _Study
+from .._kubetune import TrialState as _TrialState
+from .._kubetune import make_searcher as _make_searcher
 
-__all__ = ["KubetuneSearch", "from_ray_space"]
+if _typing.TYPE_CHECKING:
+    from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-logger = logging.getLogger(__name__)
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
+
+__all__ = ["KubetuneSearch", "SearcherSpec", "from_ray_space"]
+
+_logger = _logging.getLogger(__name__)
 
 _FORMAT = "kubetune.ray_search"
 _VERSION = 1
 _SEP = "/"  # Ray's separator for flattened nested keys (ray.tune.utils.util.flatten_dict)
 _MODES = {"min": "minimize", "max": "maximize"}
-_LIVE = (TrialState.RUNNING, TrialState.PENDING)
+_LIVE = (_TrialState.RUNNING, _TrialState.PENDING)
 
-Path = Tuple[Any, ...]
-SearcherSpec = Union[_KtSearcher, str, Mapping[str, Any], None]
+_Path = _typing.Tuple[_typing.Any, ...]
+#: What ``KubetuneSearch(searcher=...)`` accepts: a kubetune searcher, a registered type name, a config dict or None.
+SearcherSpec = _typing.Union[_KtSearcher, str, _Mapping[str, _typing.Any], None]
 
 
 # ---- space conversion ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@_dataclass(frozen=True)
 class _Param:
     """One study parameter: its name in the study, its place in the Ray config, a categorical's values."""
 
     name: str
-    path: Path
+    path: _Path
     choices: Optional[Tuple[Any, ...]] = None  # original values of a ``tune.choice``, in label order
     labels: Optional[Tuple[str, ...]] = None  # the study's categorical labels for them
 
 
-@dataclass
+@_dataclass
 class _Layout:
     """How a Ray config maps onto a kubetune space (picklable: the native space travels as JSON)."""
 
-    space: SearchSpace
+    space: _SearchSpace
     params: List[_Param]
-    constants: List[Tuple[Path, Any]] = field(default_factory=list)
+    constants: List[Tuple[_Path, Any]] = _field(default_factory=list)
 
     def __getstate__(self) -> Dict[str, Any]:
         return {"space": self.space.to_json(), "params": self.params, "constants": self.constants}
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.space = SearchSpace.from_json(state["space"])
+        self.space = _SearchSpace.from_json(state["space"])
         self.params = state["params"]
         self.constants = state["constants"]
 
@@ -81,42 +99,42 @@ class _Layout:
             "constants": [{"path": list(path), "value": value} for path, value in self.constants],
         }
         try:
-            text = json.dumps(data)
+            text = _json.dumps(data)
         except (TypeError, ValueError):
             return None
-        return data if json.loads(text) == data else None  # tuples, int keys, NaN: not kept by JSON
+        return data if _json.loads(text) == data else None  # tuples, int keys, NaN: not kept by JSON
 
     @staticmethod
-    def from_json(data: Mapping[str, Any], space: SearchSpace) -> _Layout:
+    def from_json(data: _Mapping[str, Any], space: _SearchSpace) -> _Layout:
         params = [_Param(p["name"], tuple(p["path"]), p["choices"] and tuple(p["choices"]),
                          p["labels"] and tuple(p["labels"])) for p in data["params"]]
         constants = [(tuple(c["path"]), c["value"]) for c in data["constants"]]
         return _Layout(space, params, constants)
 
 
-def _key(path: Path) -> str:
+def _key(path: _Path) -> str:
     return _SEP.join(str(k) for k in path)
 
 
 def _is_grid(node: Any) -> bool:
     # Ray's spellings of a grid and of an eval-lambda (ray.tune.search.variant_generator._try_resolve).
-    return isinstance(node, Mapping) and len(node) == 1 and ("grid_search" in node or "eval" in node)
+    return isinstance(node, _Mapping) and len(node) == 1 and ("grid_search" in node or "eval" in node)
 
 
 def _contains_domain(node: Any) -> bool:
-    if isinstance(node, Domain) or _is_grid(node):
+    if isinstance(node, _Domain) or _is_grid(node):
         return True
-    if isinstance(node, Mapping):
+    if isinstance(node, _Mapping):
         return any(_contains_domain(v) for v in node.values())
     if isinstance(node, (list, tuple)):
         return any(_contains_domain(v) for v in node)
     return False
 
 
-def _leaves(node: Mapping[Any, Any], prefix: Path = ()) -> Iterator[Tuple[Path, Any]]:
+def _leaves(node: _Mapping[Any, Any], prefix: _Path = ()) -> Iterator[Tuple[_Path, Any]]:
     for k, v in node.items():
         path = prefix + (k,)
-        if isinstance(v, Mapping) and v and not _is_grid(v):
+        if isinstance(v, _Mapping) and v and not _is_grid(v):
             yield from _leaves(v, path)
         else:
             yield path, v
@@ -125,7 +143,7 @@ def _leaves(node: Mapping[Any, Any], prefix: Path = ()) -> Iterator[Tuple[Path, 
 def _snap(bound: float, q: float, round_fn: Any) -> float:
     """A bound moved inwards onto the multiples of ``q`` (as Ray's ``Quantized._grid_index``)."""
     scaled = bound / q
-    if math.isclose(scaled, round(scaled)):
+    if _math.isclose(scaled, round(scaled)):
         return bound
     return float(round_fn(scaled) * q)
 
@@ -134,7 +152,7 @@ def _labels(choices: Sequence[Any]) -> Tuple[str, ...]:
     if all(isinstance(c, str) for c in choices):
         return tuple(choices)
     if all(c is None or isinstance(c, (bool, int, float)) for c in choices):
-        return tuple(json.dumps(c) for c in choices)  # "1", "0.5", "true", "null": readable and distinct
+        return tuple(_json.dumps(c) for c in choices)  # "1", "0.5", "true", "null": readable and distinct
     return tuple(str(i) for i in range(len(choices)))
 
 
@@ -144,27 +162,27 @@ def _refuse(key: str, what: str) -> ValueError:
 
 def _finite(key: str, lower: Any, upper: Any) -> Tuple[float, float]:
     lo, hi = float(lower), float(upper)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
+    if not (_math.isfinite(lo) and _math.isfinite(hi)):
         raise _refuse(key, f"needs finite bounds, got lower={lower!r} upper={upper!r}")
     return lo, hi
 
 
-def _add_float(space: SearchSpace, key: str, dom: Float, sampler: Any, q: Optional[float]) -> None:
+def _add_float(space: _SearchSpace, key: str, dom: _Float, sampler: Any, q: Optional[float]) -> None:
     lo, hi = _finite(key, dom.lower, dom.upper)
-    log = isinstance(sampler, LogUniform)
+    log = isinstance(sampler, _LogUniform)
     if q is None:
         space.add_float(key, lo, hi, log=log)
     elif log:
         raise _refuse(key, "qloguniform has no exact kubetune equivalent (a log scale takes no step)")
     else:
-        space.add_float(key, _snap(lo, q, math.ceil), _snap(hi, q, math.floor), step=float(q))
+        space.add_float(key, _snap(lo, q, _math.ceil), _snap(hi, q, _math.floor), step=float(q))
 
 
-def _add_int(space: SearchSpace, key: str, dom: Integer, sampler: Any, q: Optional[float]) -> None:
+def _add_int(space: _SearchSpace, key: str, dom: _Integer, sampler: Any, q: Optional[float]) -> None:
     lo, hi = _finite(key, dom.lower, dom.upper)
     if not (lo.is_integer() and hi.is_integer()):
         raise _refuse(key, f"integer bounds must be whole numbers, got lower={dom.lower!r} upper={dom.upper!r}")
-    log = isinstance(sampler, LogUniform)
+    log = isinstance(sampler, _LogUniform)
     if q is None or q == 1:  # Ray: upper is exclusive
         space.add_int(key, int(lo), int(hi) - 1, log=log)
         return
@@ -173,7 +191,7 @@ def _add_int(space: SearchSpace, key: str, dom: Integer, sampler: Any, q: Option
     if not float(q).is_integer() or q < 1:
         raise _refuse(key, f"integer quantization q must be a positive whole number, got {q!r}")
     step = int(q)
-    first, last = math.ceil(lo / step) * step, math.floor(hi / step) * step  # multiples of q, upper included
+    first, last = _math.ceil(lo / step) * step, _math.floor(hi / step) * step  # multiples of q, upper included
     if last < first:
         raise _refuse(key, f"no multiple of q={step} lies in [{dom.lower}, {dom.upper}]")
     space.add_int(key, first, last, step=step)
@@ -184,21 +202,21 @@ def _untyped(obj: Any) -> Any:
     return obj
 
 
-def _add_domain(space: SearchSpace, path: Path, dom: Domain) -> _Param:
+def _add_domain(space: _SearchSpace, path: _Path, dom: _Domain) -> _Param:
     key = _key(path)
     sampler: Any = _untyped(dom).get_sampler()
     q = None
-    if isinstance(sampler, Quantized):
+    if isinstance(sampler, _Quantized):
         q, sampler = sampler.q, _untyped(sampler).get_sampler()
     kind = type(dom).__name__
-    if isinstance(dom, (Float, Integer)) and not isinstance(sampler, (Uniform, LogUniform)):
+    if isinstance(dom, (_Float, _Integer)) and not isinstance(sampler, (_Uniform, _LogUniform)):
         raise _refuse(key, f"{kind} domain with sampler {type(sampler).__name__} (e.g. randn) is not supported;"
                       " use uniform, loguniform, quniform, randint, lograndint or qrandint")
-    if isinstance(dom, Float):
+    if isinstance(dom, _Float):
         _add_float(space, key, dom, sampler, q)
-    elif isinstance(dom, Integer):
+    elif isinstance(dom, _Integer):
         _add_int(space, key, dom, sampler, q)
-    elif isinstance(dom, Categorical) and isinstance(sampler, Uniform):
+    elif isinstance(dom, _Categorical) and isinstance(sampler, _Uniform):
         choices = tuple(dom.categories)
         if any(_contains_domain(c) for c in choices):
             raise _refuse(key, "a tune.choice whose options hold search-space primitives is not supported")
@@ -210,17 +228,17 @@ def _add_domain(space: SearchSpace, path: Path, dom: Domain) -> _Param:
     return _Param(key, path)
 
 
-def _layout_from_ray(config: Mapping[str, Any]) -> _Layout:
-    space = SearchSpace()
+def _layout_from_ray(config: _Mapping[str, Any]) -> _Layout:
+    space = _SearchSpace()
     params: List[_Param] = []
-    constants: List[Tuple[Path, Any]] = []
-    seen: Dict[str, Path] = {}
+    constants: List[Tuple[_Path, Any]] = []
+    seen: Dict[str, _Path] = {}
     for path, value in _leaves(config):
         key = _key(path)
         if key in seen:
             raise _refuse(key, f"two config entries flatten to the same key: {seen[key]!r} and {path!r}")
         seen[key] = path
-        if isinstance(value, Domain):
+        if isinstance(value, _Domain):
             params.append(_add_domain(space, path, value))
         elif _is_grid(value):
             raise _refuse(key, f"{next(iter(value))!r} is not supported; use tune.choice for a categorical")
@@ -231,31 +249,31 @@ def _layout_from_ray(config: Mapping[str, Any]) -> _Layout:
     return _Layout(space, params, constants)
 
 
-def _layout_from_kt(space: SearchSpace) -> _Layout:
+def _layout_from_kt(space: _SearchSpace) -> _Layout:
     return _Layout(space, [_Param(n, tuple(n.split(_SEP))) for n in space.names])
 
 
-def from_ray_space(config: Mapping[str, Any]) -> SearchSpace:
+def from_ray_space(config: _Mapping[str, Any]) -> _SearchSpace:
     """The kubetune space of a Ray Tune ``param_space`` (nested keys joined with ``"/"``, constants dropped)."""
-    if not isinstance(config, Mapping):
+    if not isinstance(config, _Mapping):
         raise TypeError(f"from_ray_space: config must be a dict, got {type(config).__name__}")
     return _layout_from_ray(config).space
 
 
 # ---- config <-> params -----------------------------------------------------------------------------------
-def _put(config: Dict[Any, Any], path: Path, value: Any) -> None:
+def _put(config: Dict[Any, Any], path: _Path, value: Any) -> None:
     node = config
     for k in path[:-1]:
         node = node.setdefault(k, {})
     node[path[-1]] = value
 
 
-def _find(config: Mapping[Any, Any], p: _Param) -> Any:
+def _find(config: _Mapping[Any, Any], p: _Param) -> Any:
     if p.name in config:  # a flattened config
         return config[p.name]
     node: Any = config
     for k in p.path:
-        if not isinstance(node, Mapping) or k not in node:
+        if not isinstance(node, _Mapping) or k not in node:
             raise KeyError(p.name)
         node = node[k]
     return node
@@ -277,8 +295,8 @@ def _searcher_config(searcher: SearcherSpec) -> Optional[Dict[str, Any]]:
         return None
     if isinstance(searcher, _KtSearcher):
         return searcher.config()
-    if isinstance(searcher, (str, Mapping)):
-        return make_searcher(dict(searcher) if isinstance(searcher, Mapping) else searcher).config()
+    if isinstance(searcher, (str, _Mapping)):
+        return _make_searcher(dict(searcher) if isinstance(searcher, _Mapping) else searcher).config()
     raise TypeError(f"KubetuneSearch: searcher must be a kubetune Searcher, a name or a config dict, "
                     f"got {type(searcher).__name__}")
 
@@ -294,7 +312,7 @@ def _check_metric(metric: Optional[str]) -> None:
 
 
 # ---- the searcher ----------------------------------------------------------------------------------------
-class KubetuneSearch(Searcher):
+class KubetuneSearch(_Searcher):
     """A Ray Tune searcher backed by a :class:`kubetune.Study`.
 
     Args:
@@ -317,38 +335,38 @@ class KubetuneSearch(Searcher):
         searcher: SearcherSpec = None,
         metric: Optional[str] = None,
         mode: Optional[str] = None,
-        space: Union[Mapping[str, Any], SearchSpace, None] = None,
+        space: Union[_Mapping[str, Any], _SearchSpace, None] = None,
         *,
         seed: Optional[int] = None,
         step_key: str = "training_iteration",
     ) -> None:
         _check_mode(mode)
         _check_metric(metric)
-        if seed is not None and (not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0):
+        if seed is not None and (not isinstance(seed, _numbers.Integral) or isinstance(seed, bool) or seed < 0):
             raise ValueError(f"KubetuneSearch: seed must be a non-negative int or None, got {seed!r}")
         super().__init__(metric=metric, mode=mode)
         self._searcher = _searcher_config(searcher)
-        self._seed = random.SystemRandom().randrange(2**32) if seed is None else int(seed)
+        self._seed = _random.SystemRandom().randrange(2**32) if seed is None else int(seed)
         self._step_key = step_key
         self._layout: Optional[_Layout] = None
-        if isinstance(space, SearchSpace):
-            self._layout = _layout_from_kt(SearchSpace.from_json(space.to_json()))
-        elif isinstance(space, Mapping):
+        if isinstance(space, _SearchSpace):
+            self._layout = _layout_from_kt(_SearchSpace.from_json(space.to_json()))
+        elif isinstance(space, _Mapping):
             self._layout = _layout_from_ray(space)
         elif space is not None:
             raise TypeError(f"KubetuneSearch: space must be a dict or a kubetune SearchSpace, "
                             f"got {type(space).__name__}")
-        self._study: Optional[Study] = None
+        self._study: Optional[_Study] = None
         self._ids: Dict[str, int] = {}  # Ray trial id -> study trial id
 
     # -- inspection --
     @property
-    def space(self) -> Optional[SearchSpace]:
+    def space(self) -> Optional[_SearchSpace]:
         """The kubetune space searched (None until one is set)."""
         return self._layout.space if self._layout else None
 
     @property
-    def study(self) -> Optional[Study]:
+    def study(self) -> Optional[_Study]:
         """The kubetune study (None before the first suggestion or restore)."""
         return self._study
 
@@ -378,8 +396,8 @@ class KubetuneSearch(Searcher):
         study = self._ensure_study()
         try:
             trial = study.ask()
-        except SearchExhausted:
-            return Searcher.FINISHED  # type: ignore[return-value]  # Ray's marker string
+        except _SearchExhausted:
+            return _Searcher.FINISHED  # type: ignore[return-value]  # Ray's marker string
         self._ids[trial_id] = trial.id
         return self._decode(trial.params)
 
@@ -418,7 +436,7 @@ class KubetuneSearch(Searcher):
         params = self._encode(parameters)
         number = None if value is None else float(value)
         state = "failed" if error else "pruned" if pruned else "complete"
-        if state == "complete" and (number is None or math.isnan(number)):
+        if state == "complete" and (number is None or _math.isnan(number)):
             state = "failed"
         steps = {i + 1: float(v) for i, v in enumerate(intermediate_values or [])}
         study.add_trial(params, number if state == "complete" else None, state=state, intermediate=steps or None)
@@ -437,8 +455,8 @@ class KubetuneSearch(Searcher):
             "study": self._study.to_json() if self._study is not None else None, "trials": dict(self._ids),
         }
 
-    def set_state(self, state: Mapping[str, Any]) -> None:
-        if not isinstance(state, Mapping) or state.get("format") != _FORMAT:
+    def set_state(self, state: _Mapping[str, Any]) -> None:
+        if not isinstance(state, _Mapping) or state.get("format") != _FORMAT:
             raise ValueError(f"KubetuneSearch: not a {_FORMAT} state (format={_get(state, 'format')!r})")
         if state.get("version") != _VERSION:
             raise ValueError(f"KubetuneSearch: unsupported state version {state.get('version')!r}")
@@ -447,7 +465,7 @@ class KubetuneSearch(Searcher):
             if ours and saved and ours != saved:
                 raise ValueError(f"KubetuneSearch: saved {name} {saved!r} differs from this searcher's {ours!r}")
         try:  # everything is read before anything is assigned: a bad state leaves the searcher as it was
-            study = Study.from_json(state["study"]) if state["study"] is not None else None
+            study = _Study.from_json(state["study"]) if state["study"] is not None else None
             layout = self._restored_layout(state, study)
             ids = {str(k): int(v) for k, v in state["trials"].items()}
             seed, step_key, searcher = int(state["seed"]), str(state["step_key"]), state["searcher"]
@@ -458,7 +476,7 @@ class KubetuneSearch(Searcher):
         self._metric = self._metric or state.get("metric")
         self._mode = self._mode or state.get("mode")
 
-    def _restored_layout(self, state: Mapping[str, Any], study: Optional[Study]) -> Optional[_Layout]:
+    def _restored_layout(self, state: _Mapping[str, Any], study: Optional[_Study]) -> Optional[_Layout]:
         space_json = state["space"] if study is None else study.space.to_json()
         if space_json is None:
             return self._layout
@@ -469,18 +487,18 @@ class KubetuneSearch(Searcher):
         if state.get("layout") is None:
             raise ValueError("KubetuneSearch: the saved state's choices/constants do not survive JSON; pass "
                              "param_space to Tuner.restore, or build the searcher with the same space")
-        return _Layout.from_json(state["layout"], SearchSpace.from_json(space_json))
+        return _Layout.from_json(state["layout"], _SearchSpace.from_json(space_json))
 
     def save(self, checkpoint_path: str) -> None:
         """Write the state as JSON (Ray names the file ``searcher-state-*.pkl``; the content is JSON)."""
         with open(checkpoint_path, "w", encoding="utf-8") as f:
-            json.dump(self.get_state(), f)
+            _json.dump(self.get_state(), f)
 
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, encoding="utf-8") as f:
             try:
-                state = json.load(f)
-            except json.JSONDecodeError as e:
+                state = _json.load(f)
+            except _json.JSONDecodeError as e:
                 raise ValueError(f"KubetuneSearch: {checkpoint_path!r} is not a saved KubetuneSearch state: {e}")
         self.set_state(state)
 
@@ -493,21 +511,21 @@ class KubetuneSearch(Searcher):
     def __setstate__(self, state: Dict[str, Any]) -> None:
         study = state.get("_study")
         self.__dict__.update(state)
-        self._study = Study.from_json(study) if study is not None else None
+        self._study = _Study.from_json(study) if study is not None else None
 
     # -- helpers --
-    def _ensure_study(self) -> Study:
+    def _ensure_study(self) -> _Study:
         if self._study is None:
             if self._layout is None:
                 raise RuntimeError("KubetuneSearch: no search space; pass space= or a Tuner param_space")
             if self._metric is None or self._mode is None:
                 raise RuntimeError("KubetuneSearch: metric and mode are not set; pass them to KubetuneSearch "
                                    "or to tune.TuneConfig(metric=..., mode=...)")
-            self._study = Study(self._layout.space, self._searcher, direction=_MODES[self._mode],
-                                seed=self._seed)
+            self._study = _Study(self._layout.space, self._searcher, direction=_MODES[self._mode],
+                                 seed=self._seed)
         return self._study
 
-    def _require_study(self) -> Study:
+    def _require_study(self) -> _Study:
         assert self._study is not None
         return self._study
 
@@ -517,7 +535,7 @@ class KubetuneSearch(Searcher):
             return None
         return kt_id
 
-    def _value(self, trial_id: str, result: Mapping[str, Any]) -> float:
+    def _value(self, trial_id: str, result: _Mapping[str, Any]) -> float:
         raw = result[str(self._metric)]
         try:
             return float(raw)
@@ -525,7 +543,7 @@ class KubetuneSearch(Searcher):
             raise TypeError(f"KubetuneSearch: trial {trial_id}: metric {self._metric!r} must be a number, "
                             f"got {raw!r}") from None
 
-    def _step(self, result: Mapping[str, Any]) -> Optional[int]:
+    def _step(self, result: _Mapping[str, Any]) -> Optional[int]:
         raw = result.get(self._step_key)
         if raw is None:
             return None
@@ -534,19 +552,19 @@ class KubetuneSearch(Searcher):
         except (TypeError, ValueError):
             raise TypeError(f"KubetuneSearch: step_key {self._step_key!r} must hold an int, got {raw!r}") from None
 
-    def _decode(self, params: Mapping[str, Any]) -> Dict[str, Any]:
+    def _decode(self, params: _Mapping[str, Any]) -> Dict[str, Any]:
         assert self._layout is not None
         config: Dict[Any, Any] = {}
         for path, value in self._layout.constants:
-            _put(config, path, copy.deepcopy(value))
+            _put(config, path, _copy.deepcopy(value))
         for p in self._layout.params:
             value = params[p.name]
             if p.choices is not None and p.labels is not None:
-                value = copy.deepcopy(p.choices[p.labels.index(value)])
+                value = _copy.deepcopy(p.choices[p.labels.index(value)])
             _put(config, p.path, value)
         return config
 
-    def _encode(self, config: Mapping[str, Any]) -> Dict[str, Any]:
+    def _encode(self, config: _Mapping[str, Any]) -> Dict[str, Any]:
         assert self._layout is not None
         params: Dict[str, Any] = {}
         for p in self._layout.params:
@@ -557,24 +575,24 @@ class KubetuneSearch(Searcher):
             params[p.name] = _label_of(p, value) if p.choices is not None else value
         return params
 
-    def _record_unknown(self, trial_id: str, result: Optional[Mapping[str, Any]], error: bool) -> None:
+    def _record_unknown(self, trial_id: str, result: Optional[_Mapping[str, Any]], error: bool) -> None:
         """A trial this searcher did not suggest (or already closed), e.g. an errored one Ray restarted."""
         if trial_id in self._ids or not result or self._layout is None:
-            logger.debug("trial %s: completion of a closed or unknown trial without a result, ignored", trial_id)
+            _logger.debug("trial %s: completion of a closed or unknown trial without a result, ignored", trial_id)
             return
         config = result.get("config")
-        if not isinstance(config, Mapping):  # Ray flattens results: config/a/b
+        if not isinstance(config, _Mapping):  # Ray flattens results: config/a/b
             config = {k[len("config/"):]: v for k, v in result.items() if str(k).startswith("config/")}
         try:
             params = self._encode(config)
         except ValueError as e:
-            logger.debug("trial %s: cannot record its config: %s", trial_id, e)
+            _logger.debug("trial %s: cannot record its config: %s", trial_id, e)
             return
         value = self._value(trial_id, result) if self._metric in result and not error else None
-        ok = value is not None and not math.isnan(value)
+        ok = value is not None and not _math.isnan(value)
         kt_id = self._ensure_study().add_trial(params, value if ok else None, state="complete" if ok else "failed")
         self._ids[trial_id] = kt_id
 
 
 def _get(state: Any, key: str) -> Any:
-    return state.get(key) if isinstance(state, Mapping) else None
+    return state.get(key) if isinstance(state, _Mapping) else None

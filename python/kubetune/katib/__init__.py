@@ -7,13 +7,17 @@ does not, so the names below are imported on first use. See docs/katib.md.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+import typing as _typing
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
+    from typing import Any
+
     from .early_stopping import EarlyStoppingService, KubernetesTrialStatusSetter, TrialStatusSetter
     from .server import serve
     from .suggestion import SuggestionService, algorithm_names
+
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
 
 __all__ = ["EarlyStoppingService", "KubernetesTrialStatusSetter", "SuggestionService", "TrialStatusSetter",
            "algorithm_names", "serve"]
@@ -26,7 +30,7 @@ _HOME = {"EarlyStoppingService": "early_stopping", "KubernetesTrialStatusSetter"
 def __getattr__(name: str) -> Any:
     if name not in _HOME:
         raise AttributeError(f"module 'kubetune.katib' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+    return getattr(_importlib.import_module(f".{_HOME[name]}", __name__), name)
 
 
 def __dir__() -> list[str]:

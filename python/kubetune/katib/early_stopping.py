@@ -28,18 +28,24 @@ in SetTrialStatus -> NOT_FOUND; a Kubernetes API failure -> UNAVAILABLE. Nothing
 """
 from __future__ import annotations
 
-import datetime
-import logging
-import math
-import os
-import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
+import datetime as _datetime
+import logging as _logging
+import math as _math
+import os as _os
+import threading as _threading
+import typing as _typing
+from typing import Protocol as _Protocol
 
-import grpc
-from kubeflow.katib import katib_api_pb2 as pb
-from kubeflow.katib import katib_api_pb2_grpc as pb_grpc
+import grpc as _grpc
+from kubeflow.katib import katib_api_pb2 as _pb
+from kubeflow.katib import katib_api_pb2_grpc as _pb_grpc
 
 from .. import _kubetune
+
+if _typing.TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -51,11 +57,11 @@ __all__ = [
     "resolve_namespace",
 ]
 
-_log = logging.getLogger("kubetune.katib")
+_log = _logging.getLogger("kubetune.katib")
 _native = _kubetune._katib_stopping
 
-_OBJECTIVE = {v.number: v.name for v in pb.ObjectiveType.DESCRIPTOR.values}
-_SUCCEEDED = pb.TrialStatus.TrialConditionType.SUCCEEDED
+_OBJECTIVE = {v.number: v.name for v in _pb.ObjectiveType.DESCRIPTOR.values}
+_SUCCEEDED = _pb.TrialStatus.TrialConditionType.SUCCEEDED
 
 # Where a pod finds its own namespace; Katib's medianstop assumes Trial namespace = service pod namespace.
 SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -70,7 +76,7 @@ _REASON = "TrialEarlyStopped"
 _MESSAGE = "Trial is early stopped"
 
 
-class TrialStatusSetter(Protocol):
+class TrialStatusSetter(_Protocol):
     """Marks one Katib Trial early-stopped (the side effect of ``SetTrialStatus``).
 
     Raise ``LookupError`` when the trial does not exist (answered NOT_FOUND), ``ValueError`` for a bad name
@@ -89,7 +95,7 @@ def resolve_namespace(namespace: Optional[str] = None, *, environ: Optional[Mapp
         if not isinstance(namespace, str) or not namespace.strip():
             raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
         return namespace.strip()
-    env = os.environ if environ is None else environ
+    env = _os.environ if environ is None else environ
     from_env = env.get(NAMESPACE_ENV, "").strip()
     if from_env:
         return from_env
@@ -101,8 +107,8 @@ def resolve_namespace(namespace: Optional[str] = None, *, environ: Optional[Mapp
     return from_file or DEFAULT_NAMESPACE
 
 
-def _utc_now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+def _utc_now() -> _datetime.datetime:
+    return _datetime.datetime.now(_datetime.timezone.utc)
 
 
 class KubernetesTrialStatusSetter:
@@ -121,7 +127,7 @@ class KubernetesTrialStatusSetter:
 
     def __init__(self, namespace: Optional[str] = None, *, api_client: Optional[Any] = None,
                  timeout_s: float = 30.0, conflict_retries: int = 3,
-                 clock: Callable[[], datetime.datetime] = _utc_now) -> None:
+                 clock: Callable[[], _datetime.datetime] = _utc_now) -> None:
         from kubernetes import client
 
         _check_positive("timeout_s", timeout_s)
@@ -167,7 +173,7 @@ class KubernetesTrialStatusSetter:
         if any(isinstance(c, dict) and c.get("type") == _EARLY_STOPPED and c.get("status") == "True"
                for c in conditions):
             return None
-        now = self._clock().astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = self._clock().astimezone(_datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         conditions.append({"type": _EARLY_STOPPED, "status": "True", "reason": _REASON, "message": _MESSAGE,
                            "lastUpdateTime": now, "lastTransitionTime": now})
         body: Dict[str, Any] = {"status": {"conditions": conditions}}
@@ -205,18 +211,18 @@ def _load_api_client() -> Any:
     except config.ConfigException as in_cluster:
         _log.info("not in a Kubernetes pod (%s); loading the kubeconfig", in_cluster)
         # $KUBECONFIG is read now: the client reads it once, when it is imported.
-        config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None,
+        config.load_kube_config(config_file=_os.environ.get("KUBECONFIG") or None,
                                 client_configuration=configuration, persist_config=False)
     return client.ApiClient(configuration)
 
 
 def _check_positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
 
 class _Failure(Exception):
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+    def __init__(self, code: _grpc.StatusCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 
@@ -226,14 +232,14 @@ def _settings(spec: Any) -> List[Tuple[str, str]]:
 
 
 def _reply_rules(result: Mapping[str, Any]) -> Any:
-    return pb.GetEarlyStoppingRulesReply(early_stopping_rules=[
-        pb.EarlyStoppingRule(name=r["name"], value=r["value_text"],
-                             comparison=pb.ComparisonType.Value(r["comparison"]), start_step=r["start_step"])
+    return _pb.GetEarlyStoppingRulesReply(early_stopping_rules=[
+        _pb.EarlyStoppingRule(name=r["name"], value=r["value_text"],
+                              comparison=_pb.ComparisonType.Value(r["comparison"]), start_step=r["start_step"])
         for r in result["rules"]
     ])
 
 
-class EarlyStoppingService(pb_grpc.EarlyStoppingServicer):
+class EarlyStoppingService(_pb_grpc.EarlyStoppingServicer):
     """Katib's EarlyStopping service over kubetune's stopping rules (see the module docstring).
 
     ``trial_status_setter`` marks trials early-stopped; by default a :class:`KubernetesTrialStatusSetter` is made
@@ -248,8 +254,8 @@ class EarlyStoppingService(pb_grpc.EarlyStoppingServicer):
         self._timeout_s = float(db_manager_timeout_s)
         self._setter: Optional[TrialStatusSetter] = trial_status_setter
         self._owns_setter = False
-        self._lock = threading.Lock()
-        self._channels: Dict[str, grpc.Channel] = {}
+        self._lock = _threading.Lock()
+        self._channels: Dict[str, _grpc.Channel] = {}
 
     def close(self) -> None:
         """Closes the DB manager channels (and a default status setter); later calls open new ones."""
@@ -272,18 +278,18 @@ class EarlyStoppingService(pb_grpc.EarlyStoppingServicer):
     # ------------------------------------------------------------------------------------------ gRPC methods
 
     def GetEarlyStoppingRules(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)
-        return self._answer(context, pb.GetEarlyStoppingRulesReply, lambda: self._rules(request))
+        return self._answer(context, _pb.GetEarlyStoppingRulesReply, lambda: self._rules(request))
 
     def ValidateEarlyStoppingSettings(self, request: Any, context: Any) -> Any:  # noqa: N802
         def validate() -> Any:
             spec = request.early_stopping
             _native.validate_settings(spec.algorithm_name, _settings(spec))
-            return pb.ValidateEarlyStoppingSettingsReply()
+            return _pb.ValidateEarlyStoppingSettingsReply()
 
-        return self._answer(context, pb.ValidateEarlyStoppingSettingsReply, validate)
+        return self._answer(context, _pb.ValidateEarlyStoppingSettingsReply, validate)
 
     def SetTrialStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
-        return self._answer(context, pb.SetTrialStatusReply, lambda: self._set_status(request.trial_name))
+        return self._answer(context, _pb.SetTrialStatusReply, lambda: self._set_status(request.trial_name))
 
     # ------------------------------------------------------------------------------------------- internals
 
@@ -293,10 +299,10 @@ class EarlyStoppingService(pb_grpc.EarlyStoppingServicer):
         except _Failure as exc:
             return _fail(context, exc.code, str(exc), empty)
         except ValueError as exc:
-            return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc), empty)
+            return _fail(context, _grpc.StatusCode.INVALID_ARGUMENT, str(exc), empty)
         except Exception as exc:  # never let a request take the server down; the caller sees INTERNAL
             _log.exception("early stopping: unexpected error")
-            return _fail(context, grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}", empty)
+            return _fail(context, _grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}", empty)
 
     def _rules(self, request: Any) -> Any:
         spec = request.experiment.spec
@@ -326,24 +332,24 @@ class EarlyStoppingService(pb_grpc.EarlyStoppingServicer):
                   result["trials_counted"], "; ".join(rules) or "no rule yet")
 
     def _observation_values(self, address: str, trial_name: str, metric: str) -> List[str]:
-        stub = pb_grpc.DBManagerStub(self._channel(address))
+        stub = _pb_grpc.DBManagerStub(self._channel(address))
         try:
-            reply = stub.GetObservationLog(pb.GetObservationLogRequest(trial_name=trial_name, metric_name=metric),
+            reply = stub.GetObservationLog(_pb.GetObservationLogRequest(trial_name=trial_name, metric_name=metric),
                                            timeout=self._timeout_s)
-        except grpc.RpcError as exc:
+        except _grpc.RpcError as exc:
             code = exc.code() if callable(getattr(exc, "code", None)) else None
             details = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
-            raise _Failure(grpc.StatusCode.UNAVAILABLE,
+            raise _Failure(_grpc.StatusCode.UNAVAILABLE,
                            f"Katib DB manager at {address!r}: GetObservationLog for trial {trial_name!r} failed: "
                            f"{code.name if code else 'error'}: {details}") from None
         # The DB manager returns the metric's logs in time order (Katib relies on that too).
         return [log.metric.value for log in reply.observation_log.metric_logs]
 
-    def _channel(self, address: str) -> grpc.Channel:
+    def _channel(self, address: str) -> _grpc.Channel:
         with self._lock:
             channel = self._channels.get(address)
             if channel is None:
-                channel = self._channels[address] = grpc.insecure_channel(address)
+                channel = self._channels[address] = _grpc.insecure_channel(address)
             return channel
 
     def _set_status(self, trial_name: str) -> Any:
@@ -353,13 +359,13 @@ class EarlyStoppingService(pb_grpc.EarlyStoppingServicer):
         try:
             setter.set_early_stopped(trial_name)
         except LookupError as exc:  # KeyError's str() would quote the message
-            raise _Failure(grpc.StatusCode.NOT_FOUND, str(exc.args[0]) if exc.args else str(exc)) from None
+            raise _Failure(_grpc.StatusCode.NOT_FOUND, str(exc.args[0]) if exc.args else str(exc)) from None
         except ValueError:
             raise
         except Exception as exc:
-            raise _Failure(grpc.StatusCode.UNAVAILABLE,
+            raise _Failure(_grpc.StatusCode.UNAVAILABLE,
                            f"marking trial {trial_name!r} {_EARLY_STOPPED} failed: {exc}") from None
-        return pb.SetTrialStatusReply()
+        return _pb.SetTrialStatusReply()
 
     def _status_setter(self) -> TrialStatusSetter:
         with self._lock:
@@ -367,13 +373,13 @@ class EarlyStoppingService(pb_grpc.EarlyStoppingServicer):
                 try:
                     self._setter = KubernetesTrialStatusSetter()
                 except Exception as exc:
-                    raise _Failure(grpc.StatusCode.UNAVAILABLE,
+                    raise _Failure(_grpc.StatusCode.UNAVAILABLE,
                                    f"cannot configure the Kubernetes client: {type(exc).__name__}: {exc}") from None
                 self._owns_setter = True
             return self._setter
 
 
-def _fail(context: Any, code: grpc.StatusCode, message: str, empty: Callable[[], Any]) -> Any:
+def _fail(context: Any, code: _grpc.StatusCode, message: str, empty: Callable[[], Any]) -> Any:
     _log.warning("early stopping: %s: %s", code.name, message)
     context.set_code(code)
     context.set_details(message)

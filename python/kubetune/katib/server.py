@@ -6,18 +6,27 @@ server gracefully (in-flight calls finish within ``--grace`` seconds).
 """
 from __future__ import annotations
 
-import argparse
-import logging
-import sys
-from concurrent import futures
-from typing import Any, Optional, Sequence
+import argparse as _argparse
+import logging as _logging
+import sys as _sys
+import typing as _typing
+from concurrent import futures as _futures
 
-import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from kubeflow.katib import katib_api_pb2 as pb
-from kubeflow.katib import katib_api_pb2_grpc as pb_grpc
+import grpc as _grpc
+from grpc_health.v1 import health as _health
+from grpc_health.v1 import health_pb2 as _health_pb2
+from grpc_health.v1 import health_pb2_grpc as _health_pb2_grpc
+from kubeflow.katib import katib_api_pb2 as _pb
+from kubeflow.katib import katib_api_pb2_grpc as _pb_grpc
 
-from .._cli import LOG_LEVELS, StopSignal, setup_logging
+from .._cli import LOG_LEVELS as _LOG_LEVELS
+from .._cli import StopSignal as _StopSignal
+from .._cli import setup_logging as _setup_logging
+
+if _typing.TYPE_CHECKING:
+    from typing import Any, Optional, Sequence
+
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_PORT", "main", "serve"]
 
@@ -26,7 +35,7 @@ DEFAULT_PORT = 6789  # Katib's suggestion service port
 # RESOURCE_EXHAUSTED from gRPC itself before any parsing.
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
-_log = logging.getLogger("kubetune.katib")
+_log = _logging.getLogger("kubetune.katib")
 
 
 def serve(
@@ -37,7 +46,7 @@ def serve(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     suggestion: Optional[Any] = None,
     early_stopping: Optional[Any] = None,
-) -> "tuple[grpc.Server, int]":
+) -> "tuple[_grpc.Server, int]":
     """Start (not block on) a server with both services and health; returns (server, bound port).
 
     ``port=0`` picks a free port. ``suggestion`` / ``early_stopping`` replace the default servicers (tests inject
@@ -56,20 +65,20 @@ def serve(
     # 64 KiB window would make the client wait for window updates several times per megabyte.
     options = [("grpc.max_receive_message_length", max_message_bytes), ("grpc.http2.lookahead_bytes", max_message_bytes),
                ("grpc.max_send_message_length", max_message_bytes)]
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kubetune-katib"),
-                         options=options)
+    server = _grpc.server(_futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kubetune-katib"),
+                          options=options)
     stopping = early_stopping or EarlyStoppingService()
     _add_suggestion(suggestion or SuggestionService(), server)
-    pb_grpc.add_EarlyStoppingServicer_to_server(stopping, server)
-    server.kubetune_early_stopping = stopping  # type: ignore[attr-defined]  (closed by main at shutdown)
-    status = health.HealthServicer()
+    _pb_grpc.add_EarlyStoppingServicer_to_server(stopping, server)
+    server.kubetune_early_stopping = stopping  # type: ignore[attr-defined]  # closed by main at shutdown
+    status = _health.HealthServicer()
     # Katib's suggestion Deployment probes "manager.v1beta1.Suggestion" (Katib consts.DefaultGRPCService, the
     # name its own services register); the proto's own full names are served too.
     names = ("", "manager.v1beta1.Suggestion",
-             *(pb.DESCRIPTOR.services_by_name[s].full_name for s in ("Suggestion", "EarlyStopping")))
+             *(_pb.DESCRIPTOR.services_by_name[s].full_name for s in ("Suggestion", "EarlyStopping")))
     for name in names:
-        status.set(name, health_pb2.HealthCheckResponse.SERVING)
-    health_pb2_grpc.add_HealthServicer_to_server(status, server)
+        status.set(name, _health_pb2.HealthCheckResponse.SERVING)
+    _health_pb2_grpc.add_HealthServicer_to_server(status, server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}")
@@ -78,47 +87,47 @@ def serve(
     return server, bound
 
 
-def _add_suggestion(servicer: Any, server: "grpc.Server") -> None:
+def _add_suggestion(servicer: Any, server: "_grpc.Server") -> None:
     """The Suggestion service; GetSuggestions gets the request's bytes when the servicer reads them itself
     (SuggestionService.GetSuggestionsWire), which saves decoding and re-encoding thousands of trials."""
     wire = getattr(servicer, "GetSuggestionsWire", None)
     if wire is None:
-        pb_grpc.add_SuggestionServicer_to_server(servicer, server)
+        _pb_grpc.add_SuggestionServicer_to_server(servicer, server)
         return
     handlers = {
-        "GetSuggestions": grpc.unary_unary_rpc_method_handler(
-            wire, request_deserializer=None, response_serializer=pb.GetSuggestionsReply.SerializeToString),
-        "ValidateAlgorithmSettings": grpc.unary_unary_rpc_method_handler(
-            servicer.ValidateAlgorithmSettings, request_deserializer=pb.ValidateAlgorithmSettingsRequest.FromString,
-            response_serializer=pb.ValidateAlgorithmSettingsReply.SerializeToString),
+        "GetSuggestions": _grpc.unary_unary_rpc_method_handler(
+            wire, request_deserializer=None, response_serializer=_pb.GetSuggestionsReply.SerializeToString),
+        "ValidateAlgorithmSettings": _grpc.unary_unary_rpc_method_handler(
+            servicer.ValidateAlgorithmSettings, request_deserializer=_pb.ValidateAlgorithmSettingsRequest.FromString,
+            response_serializer=_pb.ValidateAlgorithmSettingsReply.SerializeToString),
     }
-    name = pb.DESCRIPTOR.services_by_name["Suggestion"].full_name
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, handlers),))
+    name = _pb.DESCRIPTOR.services_by_name["Suggestion"].full_name
+    server.add_generic_rpc_handlers((_grpc.method_handlers_generic_handler(name, handlers),))
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kubetune-katib", description=__doc__.split("\n\n")[0])
+def _parser() -> _argparse.ArgumentParser:
+    p = _argparse.ArgumentParser(prog="kubetune-katib", description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s; 0 picks one)")
     p.add_argument("--host", default="[::]", help="address to bind (default %(default)s)")
     p.add_argument("--max-workers", type=int, default=4, help="concurrent calls (default %(default)s)")
     p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES,
                    help="largest request accepted (default %(default)s)")
     p.add_argument("--grace", type=float, default=5.0, help="seconds in-flight calls get at shutdown")
-    p.add_argument("--log-level", default="INFO", choices=LOG_LEVELS,
+    p.add_argument("--log-level", default="INFO", choices=_LOG_LEVELS,
                    help="stderr log level (default %(default)s)")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
-    setup_logging(args.log_level)
+    _setup_logging(args.log_level)
     try:
         server, port = serve(args.port, host=args.host, max_workers=args.max_workers,
                              max_message_bytes=args.max_message_bytes)
     except (ValueError, OSError) as exc:
         _log.error("%s", exc)
         return 2
-    stop = StopSignal()
+    stop = _StopSignal()
     # Readiness line for wrappers and tests (stdout: the port actually bound).
     print(f"kubetune-katib listening on port {port}", flush=True)
     _log.info("signal %d: stopping (grace %.1f s)", stop.wait(), args.grace)
@@ -128,4 +137,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _sys.exit(main())

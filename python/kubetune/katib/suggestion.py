@@ -7,24 +7,29 @@ request alone, so a restarted service pod continues an experiment exactly where 
 """
 from __future__ import annotations
 
-import logging
-from typing import Any, Callable, Dict, List
+import logging as _logging
+import typing as _typing
 
-import grpc
-from kubeflow.katib import katib_api_pb2 as pb
-from kubeflow.katib import katib_api_pb2_grpc as pb_grpc
+import grpc as _grpc
+from kubeflow.katib import katib_api_pb2 as _pb
+from kubeflow.katib import katib_api_pb2_grpc as _pb_grpc
 
 from .. import _kubetune
 
+if _typing.TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List
+
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
+
 __all__ = ["SuggestionService", "algorithm_names", "experiment_to_dict", "trial_to_dict"]
 
-_log = logging.getLogger("kubetune.katib")
+_log = _logging.getLogger("kubetune.katib")
 _native = _kubetune._katib
 
-_PARAMETER_TYPE = {v.number: v.name for v in pb.ParameterType.DESCRIPTOR.values}
-_DISTRIBUTION = {v.number: v.name for v in pb.Distribution.DESCRIPTOR.values}
-_OBJECTIVE = {v.number: v.name for v in pb.ObjectiveType.DESCRIPTOR.values}
-_CONDITION = {v.number: v.name for v in pb.TrialStatus.TrialConditionType.DESCRIPTOR.values}
+_PARAMETER_TYPE = {v.number: v.name for v in _pb.ParameterType.DESCRIPTOR.values}
+_DISTRIBUTION = {v.number: v.name for v in _pb.Distribution.DESCRIPTOR.values}
+_OBJECTIVE = {v.number: v.name for v in _pb.ObjectiveType.DESCRIPTOR.values}
+_CONDITION = {v.number: v.name for v in _pb.TrialStatus.TrialConditionType.DESCRIPTOR.values}
 
 
 def experiment_to_dict(experiment: Any) -> Dict[str, Any]:
@@ -70,14 +75,14 @@ def trial_to_dict(trial: Any) -> Dict[str, Any]:
 
 
 def _reply(result: Dict[str, Any], algorithm_name: str) -> Any:
-    reply = pb.GetSuggestionsReply(parameter_assignments=[
-        pb.GetSuggestionsReply.ParameterAssignments(
-            assignments=[pb.ParameterAssignment(name=n, value=v) for n, v in a])
+    reply = _pb.GetSuggestionsReply(parameter_assignments=[
+        _pb.GetSuggestionsReply.ParameterAssignments(
+            assignments=[_pb.ParameterAssignment(name=n, value=v) for n, v in a])
         for a in result["assignments"]
     ])
     if result["state"]:
         reply.algorithm.algorithm_name = algorithm_name
-        reply.algorithm.algorithm_settings.extend(pb.AlgorithmSetting(name=n, value=v) for n, v in result["state"])
+        reply.algorithm.algorithm_settings.extend(_pb.AlgorithmSetting(name=n, value=v) for n, v in result["state"])
     return reply
 
 
@@ -88,7 +93,7 @@ def _fail(context: Any, code: Any, message: str, empty: Callable[[], Any]) -> An
     return empty()
 
 
-class SuggestionService(pb_grpc.SuggestionServicer):
+class SuggestionService(_pb_grpc.SuggestionServicer):
     """Katib's Suggestion service over kubetune's searchers.
 
     Algorithms under Katib's names (random, grid, sobol, tpe, multivariate-tpe, bayesianoptimization, hyperband,
@@ -103,7 +108,7 @@ class SuggestionService(pb_grpc.SuggestionServicer):
     def GetSuggestionsWire(self, blob: bytes, context: Any) -> Any:  # noqa: N802
         """GetSuggestions on the serialized request, as the gRPC server receives it (``serve`` registers this
         one: no Python message is built for thousands of trials)."""
-        return self._suggest(blob, context, lambda: pb.GetSuggestionsRequest.FromString(blob))
+        return self._suggest(blob, context, lambda: _pb.GetSuggestionsRequest.FromString(blob))
 
     def _suggest(self, blob: bytes, context: Any, message: Callable[[], Any]) -> Any:
         try:
@@ -113,12 +118,12 @@ class SuggestionService(pb_grpc.SuggestionServicer):
         except (ValueError, KeyError, TypeError) as exc:
             request = message()
             if request.experiment.spec.algorithm.algorithm_name != "darts":
-                return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, _message(exc), pb.GetSuggestionsReply)
+                return _fail(context, _grpc.StatusCode.INVALID_ARGUMENT, _message(exc), _pb.GetSuggestionsReply)
             return self._darts(request, context)
         if result["waiting"]:
-            return _fail(context, grpc.StatusCode.UNAVAILABLE,
+            return _fail(context, _grpc.StatusCode.UNAVAILABLE,
                          f"{result['algorithm']}: {len(result['assignments'])} of {result['count']} suggestions can "
-                         "be made until running trials finish (retry later)", pb.GetSuggestionsReply)
+                         "be made until running trials finish (retry later)", _pb.GetSuggestionsReply)
         _log.info("experiment %s: %d trials -> %d suggestions (%s)", result["experiment"], result["trials"],
                   len(result["assignments"]), result["algorithm"])
         return _reply(result, result["algorithm"])
@@ -131,7 +136,7 @@ class SuggestionService(pb_grpc.SuggestionServicer):
         try:
             one = darts.darts_suggestions(request.experiment, request.trials, request.current_request_number)
         except (ValueError, KeyError, TypeError) as exc:
-            return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, _message(exc), pb.GetSuggestionsReply)
+            return _fail(context, _grpc.StatusCode.INVALID_ARGUMENT, _message(exc), _pb.GetSuggestionsReply)
         return _reply({"assignments": one, "state": []}, "darts")
 
     def ValidateAlgorithmSettings(self, request: Any, context: Any) -> Any:  # noqa: N802
@@ -143,8 +148,8 @@ class SuggestionService(pb_grpc.SuggestionServicer):
             else:
                 _native.validate_algorithm_settings(experiment_to_dict(request.experiment))
         except (ValueError, KeyError, TypeError) as exc:
-            return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, _message(exc), pb.ValidateAlgorithmSettingsReply)
-        return pb.ValidateAlgorithmSettingsReply()
+            return _fail(context, _grpc.StatusCode.INVALID_ARGUMENT, _message(exc), _pb.ValidateAlgorithmSettingsReply)
+        return _pb.ValidateAlgorithmSettingsReply()
 
 
 def _message(exc: BaseException) -> str:

@@ -2,18 +2,22 @@
 a Kubernetes scheduler-extender HTTP server and the Alibaba-trace replay of the FGD paper.
 
 All placement logic lives in C++ (``kubetune._kubetune.sched``); this package re-exports it and adds the owner of
-the C++ extender HTTP server, trace helpers, plots and the demo section. ``kubetune.sched.kube`` connects the
-extender to a Kubernetes API server (the ``kubetune-extender`` command).
+the C++ extender HTTP server, trace helpers and plots. ``kubetune.sched.kube`` connects the extender to a
+Kubernetes API server (the ``kubetune-extender`` command).
+
+Data location: the trace readers take their folder as an argument; without one they read
+``$KUBETUNE_SHARED_DATA`` (the folder holding ``alibaba-gpu-2023/``). The package never looks outside itself.
 """
 from __future__ import annotations
 
-import json
-import os
-import statistics
-import threading
-from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+import json as _json
+import os as _os
+import statistics as _statistics
+import threading as _threading
+import typing as _typing
+from pathlib import Path as _Path
 
+from .._deprecation import renamed_keywords as _renamed_keywords
 from .._kubetune import sched as _native
 from .._kubetune.sched import (  # the C++ side, re-exported explicitly so type checkers see it
     Allocator as Allocator,
@@ -35,6 +39,11 @@ from .._kubetune.sched import (  # the C++ side, re-exported explicitly so type 
     synthetic_trace as synthetic_trace,
 )
 
+if _typing.TYPE_CHECKING:
+    from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
+
 __all__ = [
     "Allocator",
     "Cluster",
@@ -54,6 +63,8 @@ __all__ = [
     "replay",
     "synthetic_trace",
     "ExtenderServer",
+    "SHARED_DATA_ENV",
+    "TRACE_VARIANTS",
     "device_plugin_allocate",
     "shared_data_dir",
     "trace_dir",
@@ -62,35 +73,52 @@ __all__ = [
     "plot_replay",
 ]
 
+#: The ``openb_pod_list_<variant>.csv`` files of the Alibaba GPU trace 2023.
 TRACE_VARIANTS = ("default", "gpushare40", "gpushare80", "multigpu50", "gpuspec25")
+#: Environment variable naming the shared data folder (the one holding ``alibaba-gpu-2023/``).
+SHARED_DATA_ENV = "KUBETUNE_SHARED_DATA"
+_TRACE_FOLDER = "alibaba-gpu-2023"
+_NODE_LIST = "openb_node_list_gpu_node.csv"
 
 
 # ---------------------------------------------------------------- data location
-def shared_data_dir() -> Optional[Path]:
-    """``../shared/data`` next to the repository root (or ``$KUBETUNE_SHARED_DATA``); None when absent."""
-    env = os.environ.get("KUBETUNE_SHARED_DATA")
-    if env:
-        p = Path(env)
-        return p if p.is_dir() else None
-    root = Path(__file__).resolve().parents[3]  # python/kubetune/sched/__init__.py -> repository root
-    p = root.parent / "shared" / "data"
+def shared_data_dir(data_dir: Optional[_os.PathLike] = None) -> Optional[_Path]:
+    """The shared data folder: ``data_dir`` when given, else ``$KUBETUNE_SHARED_DATA``; None when that is unset
+    or not an existing folder. Nothing is guessed from where the package is installed."""
+    where = _os.environ.get(SHARED_DATA_ENV) if data_dir is None else data_dir
+    if not where:
+        return None
+    p = _Path(where)
     return p if p.is_dir() else None
 
 
-def trace_dir() -> Optional[Path]:
-    """Folder of the Alibaba GPU trace 2023 (openb CSVs), or None."""
-    d = shared_data_dir()
+def trace_dir(data_dir: Optional[_os.PathLike] = None) -> Optional[_Path]:
+    """Folder of the Alibaba GPU trace 2023 (openb CSVs) inside the shared data folder (``data_dir``, else
+    ``$KUBETUNE_SHARED_DATA``), or None when it is not there."""
+    d = shared_data_dir(data_dir)
     if d is None:
         return None
-    t = d / "alibaba-gpu-2023"
-    return t if (t / "openb_node_list_gpu_node.csv").is_file() else None
+    t = d / _TRACE_FOLDER
+    return t if (t / _NODE_LIST).is_file() else None
 
 
-def load_trace(variant: str = "default", directory: Optional[os.PathLike] = None) -> Tuple["Cluster", List["Request"]]:
-    """(Cluster of the 1,213 GPU nodes, pods of ``openb_pod_list_<variant>.csv``). FileNotFoundError if absent."""
-    d = Path(directory) if directory is not None else trace_dir()
+def _trace_not_found() -> FileNotFoundError:
+    env = _os.environ.get(SHARED_DATA_ENV)
+    where = (f"${SHARED_DATA_ENV} is not set" if not env
+             else f"${SHARED_DATA_ENV}={env!r} has no {_TRACE_FOLDER}/{_NODE_LIST}")
+    return FileNotFoundError(f"Alibaba GPU trace not found ({where}): pass directory= (the {_TRACE_FOLDER} "
+                             f"folder) or set {SHARED_DATA_ENV} to the folder that holds {_TRACE_FOLDER}/")
+
+
+def load_trace(variant: str = "default", directory: Optional[_os.PathLike] = None) -> Tuple["Cluster", List["Request"]]:
+    """(Cluster of the 1,213 GPU nodes, pods of ``openb_pod_list_<variant>.csv``).
+
+    ``directory``: the ``alibaba-gpu-2023`` folder; without it, ``trace_dir()`` (from ``$KUBETUNE_SHARED_DATA``).
+    FileNotFoundError naming what was looked for when the trace or the variant is absent.
+    """
+    d = _Path(directory) if directory is not None else trace_dir()
     if d is None:
-        raise FileNotFoundError("Alibaba GPU trace not found (expected ../shared/data/alibaba-gpu-2023)")
+        raise _trace_not_found()
     pods = d / f"openb_pod_list_{variant}.csv"
     if not pods.is_file():
         raise FileNotFoundError(f"trace variant {variant!r} not found: {pods}")
@@ -111,13 +139,13 @@ def replay_seeds(
         runs = [_native.replay(cluster, list(pods), pol, seed=s, **kwargs) for s in seeds]
         out[pol] = {
             "runs": runs,
-            "median_unallocated_pct": statistics.median(r["at_100"]["unallocated_pct"] for r in runs),
-            "median_frag_ratio_pct": statistics.median(r["at_100"]["frag_ratio_pct"] for r in runs),
+            "median_unallocated_pct": _statistics.median(r["at_100"]["unallocated_pct"] for r in runs),
+            "median_frag_ratio_pct": _statistics.median(r["at_100"]["frag_ratio_pct"] for r in runs),
         }
     return out
 
 
-def plot_replay(results: Dict[str, dict], path: Optional[os.PathLike] = None):
+def plot_replay(results: Dict[str, dict], path: Optional[_os.PathLike] = None):
     """Allocation rate and fragmentation ratio against arrived workload, one line per policy (first run of each).
 
     ``results`` maps a policy name to a replay dict (``sched.replay``) or to ``replay_seeds`` output.
@@ -174,7 +202,7 @@ def device_plugin_allocate(
         "disable_cgpu_isolation": disable_cgpu_isolation,
         "now_ns": now_ns,
     }
-    return json.loads(_native.gpushare_allocate_json(json.dumps(request)))
+    return _json.loads(_native.gpushare_allocate_json(_json.dumps(request)))
 
 
 # ---------------------------------------------------------------- scheduler-extender HTTP server
@@ -185,21 +213,23 @@ class ExtenderServer:
     Routes: POST ``<prefix>/{filter,prioritize,bind,preempt,release}`` (and the bare ``/<verb>``) with the JSON
     bodies kube-scheduler sends; GET ``/healthz``, ``/readyz`` (503 until the extender's first sync) and
     ``/metrics`` (Prometheus text). The default prefix matches gpushare's ``/gpushare-scheduler``. Binds to
-    ``127.0.0.1`` unless told otherwise; ``port=0`` picks a free port (``address`` tells which).
+    ``127.0.0.1`` unless told otherwise; ``port=0`` picks a free port (``address`` tells which). ``n_threads``:
+    the server's threads (``threads`` is its deprecated alias, removed in the next release).
     """
 
+    @_renamed_keywords("ExtenderServer", threads="n_threads")
     def __init__(self, extender: "Extender", host: str = "127.0.0.1", port: int = 0,
-                 prefix: str = "/gpushare-scheduler", *, threads: int = 2, max_body_bytes: int = 64 << 20,
+                 prefix: str = "/gpushare-scheduler", *, n_threads: int = 2, max_body_bytes: int = 64 << 20,
                  max_header_bytes: int = 16 << 10, read_timeout_s: float = 10.0, idle_timeout_s: float = 90.0,
                  max_connections: int = 1024) -> None:
         self.extender = extender
         self.host = host
         self.prefix = prefix.rstrip("/")
         self._server = _native.ExtenderHttpServer(
-            extender, host=host, port=port, threads=threads, prefix=self.prefix, max_body_bytes=max_body_bytes,
+            extender, host=host, port=port, threads=n_threads, prefix=self.prefix, max_body_bytes=max_body_bytes,
             max_header_bytes=max_header_bytes, read_timeout_s=read_timeout_s, idle_timeout_s=idle_timeout_s,
             max_connections=max_connections)
-        self._stopped = threading.Event()
+        self._stopped = _threading.Event()
 
     @property
     def address(self) -> Tuple[str, int]:
@@ -241,26 +271,3 @@ class ExtenderServer:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-
-# ---------------------------------------------------------------- demo
-def _demo(quick: bool = False) -> None:
-    """Demo section for ``python -m kubetune.demo``: a short FGD-paper replay, one table."""
-    import time
-
-    try:
-        cluster, pods = load_trace("default")
-        source = "Alibaba openb default trace"
-        if quick:  # quick: the FGD-class policies on a seeded synthetic look-alike instead
-            raise FileNotFoundError
-    except FileNotFoundError:
-        cluster, pods = _native.synthetic_trace(300 if quick else 800, 3000 if quick else 6000, 7)
-        source = "synthetic trace (seeded)"
-    print(f"sched: replay on {source}: {cluster.num_nodes} nodes, {cluster.total_gpus} GPUs, seed 42")
-    print(f"  {'policy':<10} {'unallocated@100%':>17} {'frag ratio':>11} {'failed pods':>12} {'time s':>7}")
-    for pol in ("best_fit", "fgd", "kubetune"):
-        t0 = time.perf_counter()
-        r = _native.replay(cluster, list(pods), pol, seed=42, step_pct=5.0)
-        dt = time.perf_counter() - t0
-        a = r["at_100"]
-        print(f"  {pol:<10} {a['unallocated_pct']:>16.2f}% {a['frag_ratio_pct']:>10.1f}% "
-              f"{r['pods_failed']:>12d} {dt:>7.2f}")

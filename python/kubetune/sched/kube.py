@@ -8,37 +8,44 @@ never built, which saves their cost and sidesteps the client's failing deseriali
 """
 from __future__ import annotations
 
-import argparse
-import contextlib
-import functools
-import json
-import logging
-import math
-import socket
-import sys
-import threading
-import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+import argparse as _argparse
+import contextlib as _contextlib
+import functools as _functools
+import json as _json
+import logging as _logging
+import math as _math
+import socket as _socket
+import sys as _sys
+import threading as _threading
+import time as _time
+import typing as _typing
 
-import urllib3
-from kubernetes import client as kclient
-from kubernetes import config as kconfig
-from kubernetes import watch as kwatch
-from kubernetes.client.exceptions import ApiException
+import urllib3 as _urllib3
+from kubernetes import client as _kclient
+from kubernetes import config as _kconfig
+from kubernetes import watch as _kwatch
+from kubernetes.client.exceptions import ApiException as _ApiException
 
 from .. import _kubetune
-from .._cli import LOG_LEVELS, StopSignal, setup_logging
-from . import ExtenderServer
+from .._cli import LOG_LEVELS as _LOG_LEVELS
+from .._cli import StopSignal as _StopSignal
+from .._cli import setup_logging as _setup_logging
+from . import ExtenderServer as _ExtenderServer
+
+if _typing.TYPE_CHECKING:
+    from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
 
 _native = _kubetune.sched
-_log = logging.getLogger("kubetune.sched.kube")
+_log = _logging.getLogger("kubetune.sched.kube")
 
-__all__ = ["KubeApiError", "KubeWriter", "ClusterSync", "main"]
+__all__ = ["DEFAULT_REQUEST_TIMEOUT", "KubeApiError", "KubeWriter", "ClusterSync", "main"]
 
 # (connect, read) seconds for the one-shot calls; a watch's read timeout is its timeoutSeconds plus _WATCH_GRACE_S.
 DEFAULT_REQUEST_TIMEOUT = (5.0, 60.0)
 _WATCH_GRACE_S = 5.0
-_NO_ANSWER = (ApiException, urllib3.exceptions.HTTPError, OSError)
+_NO_ANSWER = (_ApiException, _urllib3.exceptions.HTTPError, OSError)
 _MEANING = {
     0: "no answer from the API server",
     404: "HTTP 404 not found",
@@ -60,21 +67,21 @@ class KubeApiError(RuntimeError):
 
 def _detail(exc: BaseException) -> str:
     """The API server's Status message when there is one, else the exception's own text."""
-    if isinstance(exc, ApiException):
+    if isinstance(exc, _ApiException):
         try:
-            return json.loads(exc.body)["message"]
+            return _json.loads(exc.body or "")["message"]
         except (TypeError, ValueError, KeyError):
             return str(exc.reason)
     return f"{type(exc).__name__}: {exc}"
 
 
-@contextlib.contextmanager
+@_contextlib.contextmanager
 def _calling(call: str, what: str) -> Iterator[None]:
     """Maps client failures of one call to KubeApiError naming the call, the object and the status."""
     try:
         yield
     except _NO_ANSWER as exc:
-        status = (exc.status or 0) if isinstance(exc, ApiException) else 0
+        status = (exc.status or 0) if isinstance(exc, _ApiException) else 0
         raise KubeApiError(call, what, status, _detail(exc)) from exc
 
 
@@ -93,7 +100,7 @@ class KubeWriter(_native.KubeWriter):
     Every method raises KubeApiError on failure; the extender then rolls the bind back and answers the error.
     """
 
-    def __init__(self, core_v1_api: kclient.CoreV1Api,
+    def __init__(self, core_v1_api: _kclient.CoreV1Api,
                  request_timeout: Tuple[float, float] = DEFAULT_REQUEST_TIMEOUT) -> None:
         super().__init__()
         self._api = core_v1_api
@@ -104,7 +111,7 @@ class KubeWriter(_native.KubeWriter):
             return _body(self._api.read_namespaced_pod(name, ns, _preload_content=False,
                                                        _request_timeout=self._timeout))
 
-    def patch_pod_annotations(self, ns: str, name: str, uid: str, annotations: Dict[str, str]) -> None:
+    def patch_pod_annotations(self, ns: str, name: str, uid: str, annotations: Mapping[str, str]) -> None:
         metadata: Dict[str, Any] = {"annotations": dict(annotations)}
         if uid:  # the API server treats a uid in a patch as a precondition (409 when the pod was replaced)
             metadata["uid"] = uid
@@ -113,9 +120,9 @@ class KubeWriter(_native.KubeWriter):
                                                  _request_timeout=self._timeout))
 
     def create_binding(self, ns: str, name: str, uid: str, node: str) -> None:
-        binding = kclient.V1Binding(
-            metadata=kclient.V1ObjectMeta(name=name, uid=uid or None),  # uid: precondition again
-            target=kclient.V1ObjectReference(api_version="v1", kind="Node", name=node))
+        binding = _kclient.V1Binding(
+            metadata=_kclient.V1ObjectMeta(name=name, uid=uid or None),  # uid: precondition again
+            target=_kclient.V1ObjectReference(api_version="v1", kind="Node", name=node))
         with _calling("create binding", f"{ns}/{name} to node {node}"):
             _body(self._api.create_namespaced_pod_binding(name, ns, binding, _preload_content=False,
                                                           _request_timeout=self._timeout))
@@ -126,14 +133,14 @@ def _interrupt(resp: Any) -> None:
     """Ends a read blocked on a watch stream now (its reader sees the stream end)."""
     sock = getattr(getattr(resp, "connection", None), "sock", None)
     if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+        with _contextlib.suppress(OSError):
+            sock.shutdown(_socket.SHUT_RDWR)
 
 
 def _is_gone(exc: BaseException) -> bool:
     """410 Gone: the watch's resourceVersion is compacted away (an HTTP 410 or an ERROR event with code 410,
     which the client raises as ApiException(410))."""
-    return isinstance(exc, ApiException) and exc.status == 410
+    return isinstance(exc, _ApiException) and exc.status == 410
 
 
 class ClusterSync:
@@ -151,7 +158,7 @@ class ClusterSync:
 
     KINDS = ("node", "pod")
 
-    def __init__(self, extender: Any, core_v1_api: kclient.CoreV1Api, *, watch_timeout_s: int = 30,
+    def __init__(self, extender: Any, core_v1_api: _kclient.CoreV1Api, *, watch_timeout_s: int = 30,
                  backoff_s: Tuple[float, float] = (0.2, 5.0), resync_period_s: float = 0.0,
                  request_timeout: Tuple[float, float] = DEFAULT_REQUEST_TIMEOUT) -> None:
         if not (isinstance(watch_timeout_s, int) and watch_timeout_s >= 1):
@@ -168,19 +175,19 @@ class ClusterSync:
         self._request_timeout = request_timeout
         self._forward = {"node": extender.node_event, "pod": extender.pod_event}
         self._list = {"node": core_v1_api.list_node, "pod": core_v1_api.list_pod_for_all_namespaces}
-        self.synced = threading.Event()
+        self.synced = _threading.Event()
         self.resyncs = 0
         self.event_errors = 0  # events the extender refused (logged, skipped)
         self.last_error: Optional[BaseException] = None
-        self._stop = threading.Event()
-        self._relist_lock = threading.Lock()  # one relist at a time
-        self._lock = threading.Lock()  # the fields below, and event order against a relist
+        self._stop = _threading.Event()
+        self._relist_lock = _threading.Lock()  # one relist at a time
+        self._lock = _threading.Lock()  # the fields below, and event order against a relist
         self._stale = True  # a relist is due
         self._gen = 0  # bumped by every relist: watches of an older generation are superseded
         self._rv: Dict[str, Optional[str]] = dict.fromkeys(self.KINDS)
         self._streams: Dict[str, Any] = {}  # kind -> open watch response
         self._last_sync = 0.0
-        self._threads: List[threading.Thread] = []
+        self._threads: List[_threading.Thread] = []
 
     # ------------------------------------------------------------ lifecycle
     def start(self, timeout_s: Optional[float] = None) -> "ClusterSync":
@@ -189,7 +196,7 @@ class ClusterSync:
         if self._threads:
             raise RuntimeError("ClusterSync already started")
         self._stop.clear()
-        self._threads = [threading.Thread(target=self._run, args=(kind,), name=f"kt-sync-{kind}", daemon=True)
+        self._threads = [_threading.Thread(target=self._run, args=(kind,), name=f"kt-sync-{kind}", daemon=True)
                          for kind in self.KINDS]
         for t in self._threads:
             t.start()
@@ -214,11 +221,11 @@ class ClusterSync:
 
     # ------------------------------------------------------------ one thread per kind
     def _run(self, kind: str) -> None:
-        watcher = kwatch.Watch(return_type="object")  # events stay dicts: the extender parses the JSON itself
+        watcher = _kwatch.Watch(return_type="object")  # events stay dicts: the extender parses the JSON itself
         failures = 0
         while not self._stop.is_set():
             with self._lock:
-                due = self._resync_period_s and time.monotonic() - self._last_sync >= self._resync_period_s
+                due = self._resync_period_s and _time.monotonic() - self._last_sync >= self._resync_period_s
                 self._stale = self._stale or bool(due)
                 gen, rv, stale = self._gen, self._rv[kind], self._stale
             try:
@@ -249,7 +256,7 @@ class ClusterSync:
                 if not self._stale:  # the other thread relisted meanwhile
                     return
             lists = {kind: self._list_text(kind) for kind in ("pod", "node")}  # pods first (see the class doc)
-            rvs = {kind: json.loads(text)["metadata"]["resourceVersion"] for kind, text in lists.items()}
+            rvs = {kind: _json.loads(text)["metadata"]["resourceVersion"] for kind, text in lists.items()}
             with self._lock:
                 if self._stop.is_set():
                     return
@@ -257,7 +264,7 @@ class ClusterSync:
                 self._rv.update(rvs)
                 self._gen += 1
                 self._stale = False
-                self._last_sync = time.monotonic()
+                self._last_sync = _time.monotonic()
                 for resp in self._streams.values():  # watches of the old generation end now
                     _interrupt(resp)
                 if self.synced.is_set():
@@ -273,10 +280,10 @@ class ClusterSync:
         """The watch's timeoutSeconds: watch_timeout_s, shortened to end by the next periodic resync."""
         if not self._resync_period_s:
             return self._watch_timeout_s
-        left = self._resync_period_s - (time.monotonic() - self._last_sync)
-        return max(1, min(self._watch_timeout_s, math.ceil(left)))
+        left = self._resync_period_s - (_time.monotonic() - self._last_sync)
+        return max(1, min(self._watch_timeout_s, _math.ceil(left)))
 
-    def _watch(self, watcher: kwatch.Watch, kind: str, gen: int, rv: Optional[str]) -> None:
+    def _watch(self, watcher: _kwatch.Watch, kind: str, gen: int, rv: Optional[str]) -> None:
         seconds = self._watch_seconds()
         stream = watcher.stream(self._opener(kind, gen), resource_version=rv, timeout_seconds=seconds,
                                 allow_watch_bookmarks=True,
@@ -299,7 +306,7 @@ class ClusterSync:
         """The list call Watch.stream makes, recording the open stream so stop() and relists can end it."""
         fn = self._list[kind]
 
-        @functools.wraps(fn)
+        @_functools.wraps(fn)
         def open_stream(*args: Any, **kwargs: Any) -> Any:
             resp = fn(*args, **kwargs)
             with self._lock:
@@ -313,7 +320,7 @@ class ClusterSync:
     def _deliver(self, kind: str, type_: str, obj: dict) -> None:
         """Caller holds the lock. An event the extender refuses is logged and skipped: the watch goes on."""
         try:
-            self._forward[kind](type_, json.dumps(obj))
+            self._forward[kind](type_, _json.dumps(obj))
         except (ValueError, KeyError, RuntimeError) as exc:
             self.event_errors += 1
             name = (obj.get("metadata") or {}).get("name")
@@ -326,9 +333,9 @@ def _positive(kind: type):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+            raise _argparse.ArgumentTypeError(f"not a number: {text!r}") from None
         if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+            raise _argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
         return value
 
     return parse
@@ -338,20 +345,20 @@ def _port(text: str) -> int:
     try:
         port = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+        raise _argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
     if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0..65535 (0 picks one), got {port}")
+        raise _argparse.ArgumentTypeError(f"port must be 0..65535 (0 picks one), got {port}")
     return port
 
 
 def _http_url(text: str) -> str:
     if not text.startswith(("http://", "https://")):
-        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
+        raise _argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
     return text.rstrip("/")
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def _parser() -> _argparse.ArgumentParser:
+    p = _argparse.ArgumentParser(
         prog="kubetune-extender",
         description="kube-scheduler extender for shared GPUs (gpushare-compatible), state kept from the "
                     "Kubernetes API.")
@@ -370,7 +377,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="kubeconfig file (default: in-cluster service account, else ~/.kube/config)")
     api.add_argument("--api-server", metavar="URL", type=_http_url,
                      help="API server URL without credentials (kubectl proxy, tests)")
-    p.add_argument("--log-level", default="INFO", choices=LOG_LEVELS,
+    p.add_argument("--log-level", default="INFO", choices=_LOG_LEVELS,
                    help="stderr log level (default %(default)s)")
     p.add_argument("--max-body-bytes", type=_positive(int), default=64 << 20,
                    help="largest request body accepted (default %(default)s)")
@@ -381,39 +388,39 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _kube_configuration(args: argparse.Namespace) -> kclient.Configuration:
-    cfg = kclient.Configuration()
+def _kube_configuration(args: _argparse.Namespace) -> _kclient.Configuration:
+    cfg = _kclient.Configuration()
     if args.api_server:
         cfg.host = args.api_server
     elif args.kubeconfig:
-        kconfig.load_kube_config(config_file=args.kubeconfig, client_configuration=cfg)
+        _kconfig.load_kube_config(config_file=args.kubeconfig, client_configuration=cfg)
     else:
         try:
-            kconfig.load_incluster_config(client_configuration=cfg)
-        except kconfig.ConfigException:
-            kconfig.load_kube_config(client_configuration=cfg)
+            _kconfig.load_incluster_config(client_configuration=cfg)
+        except _kconfig.ConfigException:
+            _kconfig.load_kube_config(client_configuration=cfg)
     return cfg
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    setup_logging(args.log_level)
+    _setup_logging(args.log_level)
     try:
         cfg = _kube_configuration(args)
         extender = _native.Extender(policy=args.policy, gpu_mem_unit_mib=1024 if args.gpu_mem_unit == "GiB" else 1,
                                     max_body_bytes=args.max_body_bytes)
-        server = ExtenderServer(extender, args.host, args.port, args.prefix, threads=args.threads,
-                                max_body_bytes=args.max_body_bytes, read_timeout_s=args.read_timeout,
-                                idle_timeout_s=args.idle_timeout)
-    except kconfig.ConfigException as exc:
+        server = _ExtenderServer(extender, args.host, args.port, args.prefix, n_threads=args.threads,
+                                 max_body_bytes=args.max_body_bytes, read_timeout_s=args.read_timeout,
+                                 idle_timeout_s=args.idle_timeout)
+    except _kconfig.ConfigException as exc:
         where = f"--kubeconfig {args.kubeconfig}" if args.kubeconfig else "in-cluster, then ~/.kube/config"
         parser.error(f"cannot configure the Kubernetes client ({where}): {exc}")  # exits 2
     except ValueError as exc:  # the C++ side names the option and value
         parser.error(str(exc))
-    api = kclient.CoreV1Api(kclient.ApiClient(cfg))
+    api = _kclient.CoreV1Api(_kclient.ApiClient(cfg))
     extender.set_writer(KubeWriter(api))
-    stop = StopSignal()
+    stop = _StopSignal()
     try:
         server.start()  # liveness at once; /readyz turns 200 after the first sync
     except (OSError, RuntimeError) as exc:
@@ -429,4 +436,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _sys.exit(main())

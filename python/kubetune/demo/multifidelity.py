@@ -8,26 +8,28 @@ adds Optuna's HyperbandPruner and SuccessiveHalvingPruner on the same objective 
 """
 from __future__ import annotations
 
-import statistics
-import time
-from typing import Callable, Optional
+import statistics as _statistics
+import time as _time
+import typing as _typing
 
+import kubetune as _kt
+
+if _typing.TYPE_CHECKING:
+    from typing import Callable, Optional
+
+del annotations  # the future flag stays in effect; the name would be a stray module attribute
+
+__all__ = ["DIM", "ETA", "METHODS", "R", "problem", "run", "run_asha", "run_bracketed", "run_random", "summarize"]
+
+#: Maximum budget (epochs), reduction factor and dimension of the learning-curve problem.
 R = 81
 ETA = 3
 DIM = 4
 
 
-def _kt():
-    import kubetune as kt
-
-    return kt
-
-
-def problem(seed: int, noise: float = 0.01):
+def problem(seed: int, noise: float = 0.01) -> _typing.Any:
     """The learning-curve problem used by the demo and the benchmark (seeded)."""
-    kt = _kt()
-    fns = getattr(kt.functions, "LearningCurves", None) or kt._native.functions.LearningCurves
-    return fns(dim=DIM, max_budget=R, noise=noise, crossing=0.3, seed=1000 + seed)
+    return _kt.functions.LearningCurves(dim=DIM, max_budget=R, noise=noise, crossing=0.3, seed=1000 + seed)
 
 
 class _Budget:
@@ -56,10 +58,9 @@ def _point(t, dim: int = DIM) -> list:
 
 
 def run_random(seed: int, target: float, cap: float) -> Optional[float]:
-    kt = _kt()
     lc = problem(seed)
     b = _Budget(target, cap)
-    st = kt.Study(lc.space(), searcher=kt.RandomSearch(), seed=seed)
+    st = _kt.Study(lc.space(), searcher=_kt.RandomSearch(), seed=seed)
     while not b.done:
         t = st.ask()
         v = lc.value(_point(t), R)
@@ -71,11 +72,10 @@ def run_random(seed: int, target: float, cap: float) -> Optional[float]:
 
 def run_bracketed(seed: int, target: float, cap: float, bohb: bool) -> Optional[float]:
     """Hyperband (random sampling) or BOHB, repeating brackets until the target or the cap."""
-    kt = _kt()
     lc = problem(seed)
     b = _Budget(target, cap)
-    cls = kt.BOHB if bohb else kt.Hyperband
-    st = kt.Study(lc.space(), searcher=cls("epochs", max_resource=R, eta=ETA, n_iterations=0), seed=seed)
+    cls = _kt.BOHB if bohb else _kt.Hyperband
+    st = _kt.Study(lc.space(), searcher=cls("epochs", max_resource=R, eta=ETA, n_iterations=0), seed=seed)
     while not b.done:
         ts = st.ask(1)
         if not ts:
@@ -92,10 +92,9 @@ def run_bracketed(seed: int, target: float, cap: float, bohb: bool) -> Optional[
 
 def run_asha(seed: int, target: float, cap: float) -> Optional[float]:
     """ASHA in prune mode: every trial trains epoch by epoch, reporting; should_prune stops it at rungs."""
-    kt = _kt()
     lc = problem(seed)
     b = _Budget(target, cap)
-    st = kt.Study(lc.space(), searcher=kt.ASHA(min_resource=1, max_resource=R, eta=ETA), seed=seed)
+    st = _kt.Study(lc.space(), searcher=_kt.ASHA(min_resource=1, max_resource=R, eta=ETA), seed=seed)
     while not b.done:
         t = st.ask()
         x = _point(t)
@@ -115,6 +114,7 @@ def run_asha(seed: int, target: float, cap: float) -> Optional[float]:
     return b.hit
 
 
+#: Method name -> run(seed, target, cap): epochs spent when the target was first met, or None.
 METHODS: dict = {
     "Random": run_random,
     "Hyperband": lambda s, t, c: run_bracketed(s, t, c, False),
@@ -127,7 +127,7 @@ def summarize(results: list, cap: float) -> str:
     """Median epochs over seeds (runs that never reach the target count as the cap) and hit count."""
     vals = [r if r is not None else cap for r in results]
     hits = sum(r is not None for r in results)
-    return f"{statistics.median(vals):>10.0f} {hits:>2}/{len(results)}"
+    return f"{_statistics.median(vals):>10.0f} {hits:>2}/{len(results)}"
 
 
 def run(quick: bool = False) -> None:
@@ -139,6 +139,6 @@ def run(quick: bool = False) -> None:
           f"median of {len(seeds)} seeds, cap {cap:.0f}; lower is better")
     print(f"{'method':<10}{'epochs':>10} {'hit':>5} {'time s':>8}")
     for name, fn in methods.items():
-        t0 = time.perf_counter()
+        t0 = _time.perf_counter()
         res = [fn(s, target, cap) for s in seeds]
-        print(f"{name:<10}{summarize(res, cap)} {time.perf_counter() - t0:>8.2f}")
+        print(f"{name:<10}{summarize(res, cap)} {_time.perf_counter() - t0:>8.2f}")

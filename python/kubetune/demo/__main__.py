@@ -1,0 +1,6 @@
+"""``python -m kubetune.demo``."""
+import sys
+
+from . import main
+
+sys.exit(main())
