@@ -1,10 +1,13 @@
 """kubetune TPE vs Optuna TPESampler on histories from each searcher's OWN optimisation run, in one process each.
 
 Each searcher optimises the function itself (ask, evaluate, tell). When n trials have finished (n in --sizes),
-the run pauses and times --reps asks, each followed by a tell of a *failed* trial (both TPEs ignore failed
-trials, so the model keeps n observations): median and p90 wall time per ask, and the median CPU time
-(time.process_time; on a loaded machine the wall time also counts the time the process waited for a core). The
-run then goes on. Also the wall (and CPU) time of the first --total trials (ask + evaluate + tell, the timed
+the asks of the next --reps trials of the run are timed (protocol "flow", the default: each of them is told its
+value like every other trial, so whatever a searcher keeps from one ask to the next serves as in a real run):
+median and p90 wall time per ask, and the median CPU time (time.process_time; on a loaded machine the wall time
+also counts the time the process waited for a core). Protocol "failed" (--protocol failed, the one of the first
+2026-12-01 figures) instead pauses the run for --reps asks told *failed* (both TPEs ignore failed trials, so the
+model keeps its n observations and a searcher that memoises its previous fit looks faster than it is in a run).
+Also the wall (and CPU) time of the first --total trials (ask + evaluate + tell; with "failed", the timed
 pauses left out) and the best value found by then. A history of uniformly random points is easy for kubetune's
 windowed scoring (most kernels are far from any candidate); a searcher's own history gathers near the optimum,
 which is the case users see.
@@ -150,8 +153,13 @@ def searcher(method, params, seed, multivariate, n_threads=1):
 # ----------------------------------------------------------------------------------------------- the run
 
 
+def summary(wall, cpu):
+    return {"wall_median_ms": float(np.median(wall)) * 1e3, "wall_p90_ms": float(np.percentile(wall, 90)) * 1e3,
+            "cpu_median_ms": float(np.median(cpu)) * 1e3, "reps": len(wall)}
+
+
 def time_asks(run, reps):
-    """reps asks on the current history, each told failed; wall and CPU seconds of each ask."""
+    """Protocol "failed": reps asks on the current history, each told failed; wall and CPU seconds of each."""
     wall, cpu = [], []
     for _ in range(reps):
         c0, w0 = time.process_time(), time.perf_counter()
@@ -159,44 +167,58 @@ def time_asks(run, reps):
         cpu.append(time.process_time() - c0)
         wall.append(time.perf_counter() - w0)
         run.fail(t)
-    return {"wall_median_ms": float(np.median(wall)) * 1e3, "wall_p90_ms": float(np.percentile(wall, 90)) * 1e3,
-            "cpu_median_ms": float(np.median(cpu)) * 1e3, "reps": reps}
+    return summary(wall, cpu)
 
 
-def own_run(run, objective, sizes, reps, total):
-    """Optimise until max(sizes, total) trials finished; time asks at every n in sizes; time the first total."""
+def own_run(run, objective, sizes, reps, total, protocol="flow"):
+    """Optimise until max(sizes, total) trials finished (+ reps with protocol "flow"); time asks at every n in
+    sizes; time the first total. Protocol "flow": the asks of trials n+1 .. n+reps of the run itself (each told
+    its value, as every other trial), so whatever a searcher carries from one ask to the next is used as in a real
+    run; "failed": reps extra asks on the history of n trials, told failed (the history does not change)."""
     sizes = set(sizes)
-    n_max = max(max(sizes), total)
-    out = {"ask": {}, "load_start": os.getloadavg()[0]}
+    n_max = max(max(sizes) + (reps if protocol == "flow" else 0), total)
+    out = {"ask": {}, "load_start": os.getloadavg()[0], "protocol": protocol}
+    window = {}  # protocol flow: n -> (wall, cpu) lists being filled
     loop_s, loop_cpu_s, best = 0.0, 0.0, math.inf
     for n in range(n_max + 1):
         if n in sizes:
-            out["ask"][str(n)] = time_asks(run, reps)
+            if protocol == "flow":
+                window[n] = ([], [])
+            else:
+                out["ask"][str(n)] = time_asks(run, reps)
         if n == total:
             out["total_s"], out["total_cpu_s"], out["total_best"] = loop_s, loop_cpu_s, best
         if n == n_max:
             break
         c0, w0 = time.process_time(), time.perf_counter()
         t, p = run.ask()
+        ask_cpu, ask_wall = time.process_time() - c0, time.perf_counter() - w0
         y = objective(p)
         run.tell(t, y)
         loop_s += time.perf_counter() - w0
         loop_cpu_s += time.process_time() - c0
         best = min(best, y)
+        for start, (wall, cpu) in list(window.items()):
+            wall.append(ask_wall)
+            cpu.append(ask_cpu)
+            if len(wall) == reps:
+                out["ask"][str(start)] = summary(wall, cpu)
+                del window[start]
     out["load_end"] = os.getloadavg()[0]
     return out
 
 
-def measure(method, fname, multivariate, sizes, reps, total, seed, n_threads=1):
+def measure(method, fname, multivariate, sizes, reps, total, seed, n_threads=1, protocol="flow"):
     params, objective = FUNCTIONS[fname]
-    return own_run(searcher(method, params, seed, multivariate, n_threads), objective, sizes, reps, total)
+    return own_run(searcher(method, params, seed, multivariate, n_threads), objective, sizes, reps, total, protocol)
 
 
 # ----------------------------------------------------------------------------------------------- main
 
 
-def cache_key(fname, variant, seed, reps, total):
-    return f"{fname}|{variant}|seed={seed}|reps={reps}|total={total}"
+def cache_key(fname, variant, seed, reps, total, protocol="failed"):
+    key = f"{fname}|{variant}|seed={seed}|reps={reps}|total={total}"
+    return key if protocol == "failed" else key + f"|protocol={protocol}"  # older caches: protocol failed
 
 
 def covers(result, sizes):
@@ -266,6 +288,9 @@ def main(argv=None):
     ap.add_argument("--peer-cache", default=None, help="JSON file of Optuna results, read and extended")
     ap.add_argument("--recompute-peers", action="store_true", help="rerun Optuna even when cached")
     ap.add_argument("--out", default=str(OUT / "tpe_own_runs.json"), help="JSON results (merged into)")
+    ap.add_argument("--protocol", choices=["flow", "failed"], default="flow",
+                    help="flow: time the asks of trials n+1..n+reps of the run (default); failed: reps extra asks "
+                         "on the n-trial history, told failed (the protocol of the 2026-12-01 figures)")
     args = ap.parse_args(argv)
 
     cache = load_json(args.peer_cache)
@@ -275,14 +300,16 @@ def main(argv=None):
     for fname in args.functions:
         for variant in args.variants:
             mv = variant == "multivariate"
-            key = cache_key(fname, variant, args.seed, args.reps, args.total)
+            key = cache_key(fname, variant, args.seed, args.reps, args.total, args.protocol)
             row = rows.setdefault((fname, variant), {})
             if "kubetune" in args.methods:
-                row["kubetune"] = measure("kubetune", fname, mv, args.sizes, args.reps, args.total, args.seed)
+                row["kubetune"] = measure("kubetune", fname, mv, args.sizes, args.reps, args.total, args.seed,
+                                           protocol=args.protocol)
                 row["kubetune"]["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             cached = cache.get(key)
             if "optuna" in args.methods and (args.recompute_peers or not covers(cached, args.sizes)):
-                cached = measure("optuna", fname, mv, args.sizes, args.reps, args.total, args.seed)
+                cached = measure("optuna", fname, mv, args.sizes, args.reps, args.total, args.seed,
+                                 protocol=args.protocol)
                 cached["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 cache[key] = cached
                 if args.peer_cache:

@@ -1,4 +1,4 @@
-// History: a parameter-major copy of the trials' x and, per parameter, the trials sorted by model value. Both
+// History: a parameter-major copy of the trials' x in model coordinates and, per parameter, the trials sorted by model value. Both
 // are extended by the trials added since the last ask, so an ask after one tell inserts one row instead of
 // re-reading and re-sorting the history.
 #include <algorithm>
@@ -15,10 +15,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // More new trials than this: re-sort the lists instead of inserting one by one.
 constexpr std::size_t kInsertMax = 64;
 
-double sort_value(const ParamModel& m, double v) {
-  const double t = m.to_model(v);
-  return t == 0.0 ? 0.0 : t;  // -0 sorts as +0 (as the estimator's argsort)
-}
+double sort_value(double t) { return t == 0.0 ? 0.0 : t; }  // -0 sorts as +0 (as the estimator's argsort)
 }  // namespace
 
 void History::reset(std::size_t n_params) {
@@ -70,7 +67,7 @@ void History::update(const std::vector<Trial>& trials, const SpaceModel& model) 
     double* row = rows_.data() + i * D_;
     for (std::size_t p = 0; p < D_; ++p) {
       row[p] = malformed_[i] ? kNaN : x[p];
-      cols_[p * cap_ + i] = row[p];
+      cols_[p * cap_ + i] = model.pm[p].to_model(row[p]);
     }
   }
   extend_sorted(model, from, N);
@@ -87,9 +84,9 @@ void History::extend_sorted(const SpaceModel& model, std::size_t from, std::size
     const double* col = column(p);
     if (to - from > kInsertMax) {
       sort_buf_.clear();
-      for (std::uint32_t i : list) sort_buf_.emplace_back(sort_value(m, col[i]), i);
+      for (std::uint32_t i : list) sort_buf_.emplace_back(sort_value(col[i]), i);
       for (std::size_t i = from; i < to; ++i)
-        if (!std::isnan(col[i])) sort_buf_.emplace_back(sort_value(m, col[i]), static_cast<std::uint32_t>(i));
+        if (!std::isnan(col[i])) sort_buf_.emplace_back(sort_value(col[i]), static_cast<std::uint32_t>(i));
       std::sort(sort_buf_.begin(), sort_buf_.end());
       list.resize(sort_buf_.size());
       for (std::size_t j = 0; j < sort_buf_.size(); ++j) list[j] = sort_buf_[j].second;
@@ -97,9 +94,9 @@ void History::extend_sorted(const SpaceModel& model, std::size_t from, std::size
     }
     for (std::size_t i = from; i < to; ++i) {
       if (std::isnan(col[i])) continue;
-      const double v = sort_value(m, col[i]);
+      const double v = sort_value(col[i]);
       auto it = std::upper_bound(list.begin(), list.end(), v,
-                                 [&](double a, std::uint32_t b) { return a < sort_value(m, col[b]); });
+                                 [&](double a, std::uint32_t b) { return a < sort_value(col[b]); });
       list.insert(it, static_cast<std::uint32_t>(i));
     }
   }

@@ -57,7 +57,7 @@ class History {
   void reset(std::size_t n_params);
   /// Bring the copy up to `trials` (x and activity only; states and values are read from the trials).
   void update(const std::vector<Trial>& trials, const SpaceModel& model);
-  /// Value of parameter p in trial i (NaN: inactive or malformed trial).
+  /// Value of parameter p in trial i in model coordinates (ParamModel::to_model; NaN: inactive or malformed).
   double value(std::size_t p, std::size_t i) const { return cols_[p * cap_ + i]; }
   const double* column(std::size_t p) const { return cols_.data() + p * cap_; }
   /// Trials where parameter p is active, ascending in model value (ties by trial index); empty for
@@ -72,7 +72,7 @@ class History {
   std::size_t D_ = 0, n_ = 0, cap_ = 0;
   std::vector<double> rows_;      // row-major copy of each trial's x (to detect changes)
   std::vector<char> malformed_;   // per trial: x.size() != D
-  std::vector<double> cols_;      // parameter-major: cols_[p * cap_ + i]
+  std::vector<double> cols_;      // parameter-major, in model coordinates: cols_[p * cap_ + i]
   std::vector<std::vector<std::uint32_t>> sorted_;
   std::vector<std::pair<double, std::uint32_t>> sort_buf_;
 };
@@ -85,6 +85,11 @@ struct Split {
   std::vector<char> mark;
   std::size_t n_finished = 0;
   void run(const SearchContext& ctx, const TPEConfig& cfg, bool want_ranked);
+
+ private:
+  void select_best(std::size_t nbc);
+  bool has_cut = false;               // the last split's largest below key (select_best), a hint only
+  std::pair<double, std::size_t> cut;
 };
 
 }  // namespace kubetune::search::tpe

@@ -1,6 +1,6 @@
 // ParzenEstimator::log_pdf and sampling. log_pdf adds every kernel's log term (simd.hpp) and takes the
-// log-sum-exp; a discrete dimension enters that pass through a bound of its bin mass, made exact afterwards
-// for the kernels that can matter.
+// log-sum-exp; a discrete dimension enters that pass through a bound of its bin mass, which a row of
+// corrections per distinct value then makes exact.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,8 +18,6 @@
 namespace kubetune::search {
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kLogSqrt2Pi = 0.91893853320467274178;
-using simd::kCut;
 // Below this much work (points x kernels x dimensions) log_pdf stays on one thread.
 constexpr std::size_t kParallelWork = std::size_t{1} << 18;
 
@@ -31,9 +29,31 @@ double snap_to_grid(const ParzenDim& pd, double t) {
 }  // namespace
 
 // ------------------------------------------------------------------------------------------ log_pdf
+// For a batch of points: per discrete dimension, one row of simd discrete_correction per distinct value the
+// points take there, and each point's row (row_of[r * n_discrete + j] for the j-th discrete dimension).
+struct ParzenEstimator::DiscreteRows {
+  std::size_t n_discrete = 0;
+  std::vector<double> rows;
+  std::vector<std::size_t> row_of;
+};
+
+namespace {
+// log_pdf's buffers, one set per thread, kept between calls (fresh ones of this size page-fault on every call).
+struct Scratch {
+  std::vector<double> terms, pts;
+  std::vector<std::pair<double, std::size_t>> values;
+};
+Scratch& scratch() {
+  static thread_local Scratch s;
+  return s;
+}
+}  // namespace
+
 // m points; terms: m x stride_ scratch, pts: m x n_dims() scratch (a copy of the points when a categorical
 // coordinate must be replaced by the choice it lies in, its floor; outside [0, n_choices) the point has no mass).
-void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, double* terms, double* pts, double* out) const {
+// row_of: the points' rows in dr (m x dr.n_discrete).
+void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, const std::size_t* row_of,
+                                     const DiscreteRows& dr, double* terms, double* pts, double* out) const {
   const std::size_t D = dims_.size();
   bool outside[kBlock] = {};
   if (std::find(kind_.begin(), kind_.end(), simd::kCategorical) != kind_.end()) {
@@ -53,68 +73,110 @@ void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, double* ter
   kern.joint_terms({x, m, D, kind_.data(), half_.data(), mu_.data(), coef_.data(), base_.data(), stride_, terms, out});
   for (std::size_t r = 0; r < m; ++r) {
     double* t = terms + r * stride_;
-    const double top = has_discrete_ ? exact_discrete_terms(x + r * D, t) : out[r];
+    double top = out[r];
+    for (std::size_t j = 0; j < dr.n_discrete; ++j)
+      top = kern.add_max(t, dr.rows.data() + row_of[r * dr.n_discrete + j] * stride_, stride_);
     out[r] = outside[r] ? -kInf : kern.log_sum_exp(t, stride_, top);
   }
 }
 
-// The terms hold, for each discrete dimension, log(step * the kernel's density at the bin's nearest edge), an
-// upper bound of the bin's log mass. The exact term of the kernel with the largest bound is a lower bound of
-// the largest exact term; every kernel whose term is within kCut of it is made exact (vectorised, dimension by
-// dimension: an exact mass only lowers a term), the others (bounded more than kCut below a term that is there)
-// are dropped, which changes the sum by less than k_ * 4e-18 relative. Returns the largest exact term.
-double ParzenEstimator::exact_discrete_terms(const double* x, double* t) const {
-  const std::size_t top = static_cast<std::size_t>(std::max_element(t, t + k_) - t);
-  if (!(t[top] > -kInf)) return t[top];
-  const double floor = exact_discrete_term(x, top, t[top]) - kCut;
-  double best = -kInf;
-  for (std::size_t d = 0; d < dims_.size(); ++d) {
+// A discrete dimension's bin masses depend on the point only through its value there, and a batch of candidates
+// takes few values on a grid: one row of corrections per distinct value (simd.hpp, discrete_correction).
+void ParzenEstimator::discrete_rows(const double* x, std::size_t m, DiscreteRows& dr) const {
+  const std::size_t D = dims_.size();
+  dr.n_discrete = static_cast<std::size_t>(std::count(kind_.begin(), kind_.end(), simd::kDiscrete));
+  dr.row_of.assign(m * dr.n_discrete, 0);
+  std::vector<std::pair<double, std::size_t>>& values = scratch().values;
+  values.resize(m);
+  // NaN sorts last and is never equal to the previous value (its own row, whose terms come out NaN).
+  auto before = [](const auto& a, const auto& b) { return a.first < b.first || (std::isnan(b.first) && !std::isnan(a.first)); };
+  std::size_t n_rows = 0;
+  for (std::size_t d = 0, j = 0; d < D; ++d) {
     if (kind_[d] != simd::kDiscrete) continue;
-    const std::size_t at = d * stride_;
-    best = simd::kernels().discrete_exact({x[d], half_[d], std::log(2.0 * half_[d]), mu_.data() + at,
-                                           sigma_.data() + at, coef_.data() + at, stride_, floor, t});
+    for (std::size_t r = 0; r < m; ++r) values[r] = {x[r * D + d], r};
+    std::sort(values.begin(), values.end(), before);
+    for (std::size_t i = 0; i < m; ++i) {
+      if (i == 0 || !(values[i].first == values[i - 1].first)) {
+        dr.rows.resize((n_rows + 1) * stride_);
+        const std::size_t at = d * stride_;
+        simd::kernels().discrete_correction({values[i].first, half_[d], mu_.data() + at, sigma_.data() + at,
+                                             coef_.data() + at, edge_.data() + at, stride_,
+                                             dr.rows.data() + n_rows * stride_});
+        ++n_rows;
+      }
+      dr.row_of[values[i].second * dr.n_discrete + j] = n_rows - 1;
+    }
+    ++j;
   }
-  return best;
-}
-
-// Kernel k's term with each discrete dimension's bound replaced by the bin's log mass
-// log(Phi(b) - Phi(a)) - log Z (the - log Z part is in the bound already).
-double ParzenEstimator::exact_discrete_term(const double* x, std::size_t k, double bound) const {
-  double t = bound;
-  for (std::size_t d = 0; d < dims_.size(); ++d) {
-    if (dims_[d].kind != ParzenDim::Kind::Discrete) continue;
-    const std::size_t i = d * stride_ + k;
-    const double h = half_[d], mu = mu_[i], sig = sigma_[i];
-    const double dist = std::max(std::abs(x[d] - mu) - h, 0.0);
-    const double edge = -coef_[i] * dist * dist + std::log(2.0 * h) - std::log(sig) - kLogSqrt2Pi;
-    t += log_normal_cdf_diff((x[d] - h - mu) / sig, (x[d] + h - mu) / sig) - edge;
-  }
-  return t;
 }
 
 void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n_threads) const {
   KT_CHECK(k_ > 0, StateError, "parzen: log_pdf() before fit()");
   const std::size_t D = dims_.size();
-  int nt = 1;
-#ifdef _OPENMP
-  if (m > 1 && m * k_ * D >= kParallelWork)
-    nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(core::resolve_threads(n_threads)), m));
-#endif
-  // Blocks of points (the vectorised loop takes up to eight at a time), split over the threads.
-  const long long blocks = static_cast<long long>((m + kBlock - 1) / kBlock);
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt) if (nt > 1)
-#endif
-  {
-    std::vector<double> terms(kBlock * stride_), pts(kBlock * D);
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-    for (long long b = 0; b < blocks; ++b) {
-      const std::size_t r0 = static_cast<std::size_t>(b) * kBlock;
-      points_log_pdf(x + r0 * D, std::min(kBlock, m - r0), terms.data(), pts.data(), out + r0);
+  // Without a continuous dimension, points repeat (each coordinate one of a few choices or grid values).
+  if (m > 1 && std::find(kind_.begin(), kind_.end(), simd::kContinuous) == kind_.end() &&
+      std::all_of(x, x + m * D, [](double v) { return std::isfinite(v); })) {
+    std::vector<std::size_t> order(m);
+    for (std::size_t r = 0; r < m; ++r) order[r] = r;
+    auto row = [&](std::size_t r) { return x + r * D; };
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return std::lexicographical_compare(row(a), row(a) + D, row(b), row(b) + D);
+    });
+    std::vector<double> distinct;
+    std::vector<std::size_t> of(m);
+    for (std::size_t i = 0; i < m; ++i) {
+      if (i == 0 || !std::equal(row(order[i]), row(order[i]) + D, row(order[i - 1])))
+        distinct.insert(distinct.end(), row(order[i]), row(order[i]) + D);
+      of[order[i]] = distinct.size() / std::max<std::size_t>(D, 1) - 1;
+    }
+    const std::size_t n_distinct = D ? distinct.size() / D : 1;
+    if (n_distinct < m) {
+      std::vector<double> values(n_distinct);
+      distinct_log_pdf(distinct.data(), n_distinct, values.data(), n_threads);
+      for (std::size_t r = 0; r < m; ++r) out[r] = values[of[r]];
+      return;
     }
   }
+  distinct_log_pdf(x, m, out, n_threads);
+}
+
+void ParzenEstimator::distinct_log_pdf(const double* x, std::size_t m, double* out, int n_threads) const {
+  const std::size_t D = dims_.size();
+  static thread_local DiscreteRows dr;  // its rows keep their capacity between calls (as Scratch)
+  dr.n_discrete = 0;
+  if (has_discrete_) discrete_rows(x, m, dr);
+  // Blocks of points (the vectorised loop takes up to eight at a time), split over the threads.
+  const std::size_t blocks = (m + kBlock - 1) / kBlock;
+  auto run = [&](std::size_t b, std::vector<double>& terms, std::vector<double>& pts) {
+    const std::size_t r0 = b * kBlock;
+    points_log_pdf(x + r0 * D, std::min(kBlock, m - r0), dr.row_of.data() + r0 * dr.n_discrete, dr, terms.data(),
+                   pts.data(), out + r0);
+  };
+  int nt = 1;
+  (void)n_threads;
+#ifdef _OPENMP
+  if (blocks > 1 && m * k_ * D >= kParallelWork)
+    nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(core::resolve_threads(n_threads)), blocks));
+#endif
+  auto buffers = [&]() -> Scratch& {
+    Scratch& s = scratch();
+    s.terms.resize(kBlock * stride_);
+    s.pts.resize(kBlock * D);
+    return s;
+  };
+  if (nt <= 1) {  // no OpenMP team for small work
+    Scratch& s = buffers();
+    for (std::size_t b = 0; b < blocks; ++b) run(b, s.terms, s.pts);
+    return;
+  }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+  {
+    Scratch& s = buffers();
+#pragma omp for schedule(static)
+    for (long long b = 0; b < static_cast<long long>(blocks); ++b) run(static_cast<std::size_t>(b), s.terms, s.pts);
+  }
+#endif
 }
 
 double ParzenEstimator::log_pdf(const double* x) const {

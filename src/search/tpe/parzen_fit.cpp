@@ -15,6 +15,14 @@ constexpr double kLogSqrt2Pi = 0.91893853320467274178;
 constexpr double kMinSigma = 1e-12;  // Optuna's EPS: the smallest width without the magic clip
 
 double step_of(const ParzenDim& pd) { return pd.kind == ParzenDim::Kind::Discrete ? pd.step : 0.0; }
+
+// The same dimensions (a NaN prior centre equals a NaN one).
+bool same_dims(const std::vector<ParzenDim>& a, const std::vector<ParzenDim>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const ParzenDim& x, const ParzenDim& y) {
+    return x.kind == y.kind && x.low == y.low && x.high == y.high && x.step == y.step && x.n_choices == y.n_choices &&
+           x.prior_sigma == y.prior_sigma && (x.prior_mu == y.prior_mu || (std::isnan(x.prior_mu) && std::isnan(y.prior_mu)));
+  });
+}
 }  // namespace
 
 ParzenDim ParzenDim::continuous(double low, double high) {
@@ -82,13 +90,21 @@ void ParzenEstimator::fit_strided(const std::vector<ParzenDim>& dims, const doub
   KT_CHECK(std::isfinite(opt.prior_weight) && opt.prior_weight > 0.0, InvalidArgument,
            "parzen: prior_weight = ", opt.prior_weight, " must be > 0");
   check_dims(dims);
+  // The previous fit's tables (same dimensions) let unchanged kernels keep their constants (fit_constants).
+  prev_.valid = k_ > 0 && same_dims(dims_, dims);
+  prev_.stride = stride_;
+  std::swap(prev_.mu, mu_);
+  std::swap(prev_.sigma, sigma_);
+  std::swap(prev_.coef, coef_);
+  std::swap(prev_.edge, edge_);
+  std::swap(prev_.lz, lz_);
   dims_ = dims;
   prior_weight_ = opt.prior_weight;
   const std::size_t D = dims.size();
   k_ = n + 1;
   stride_ = simd::padded(k_);
   // Every entry below k_ is written by the steps below; padding kernels get finite constants (base -inf).
-  for (auto [table, pad] : {std::pair{&mu_, 0.0}, {&sigma_, 1.0}, {&coef_, 0.0}}) {
+  for (auto [table, pad] : {std::pair{&mu_, 0.0}, {&sigma_, 1.0}, {&coef_, 0.0}, {&edge_, 0.0}, {&lz_, 0.0}}) {
     table->resize(D * stride_);
     for (std::size_t d = 0; d < D; ++d)
       std::fill(table->begin() + static_cast<std::ptrdiff_t>(d * stride_ + k_),
@@ -221,23 +237,27 @@ bool ParzenEstimator::is_stable_argsort(const double* v, std::size_t n, const st
 }
 
 // coef = 1 / (2 sigma^2); base += -log sigma - log sqrt(2 pi) - log Z (+ log step for a discrete dimension:
-// the bound of its bin mass). log Z = 0 for kernels whose bounds both lie beyond simd::kInnerZ widths, the
-// common case once widths shrink; the others get log(Phi(b) - Phi(a)).
+// the bound of its bin mass), log Z = log(Phi(b) - Phi(a)) over the support: vectorised for centres inside it
+// (all observations are clamped there), the scalar log_normal_cdf_diff for a prior centre outside. Blocks of
+// kernels with the previous fit's centres and widths at the same indices copy its constants (the same numbers).
 void ParzenEstimator::fit_constants(std::size_t d) {
   const ParzenDim& pd = dims_[d];
   const double s = step_of(pd);
   const double lo = pd.low - 0.5 * s, hi = pd.high + 0.5 * s;
   half_[d] = 0.5 * s;
-  const double* mu = mu_.data() + d * stride_;
-  const double* sg = sigma_.data() + d * stride_;
-  lz_.resize(stride_);
-  double* lz = lz_.data();
+  const std::size_t at = d * stride_, prev_at = d * prev_.stride;
+  const double* mu = mu_.data() + at;
+  const double* sg = sigma_.data() + at;
+  double* lz = lz_.data() + at;
+  double* edge = edge_.data() + at;
+  const std::size_t n_prev = prev_.valid ? prev_.stride : 0;
+  auto prev = [&](const std::vector<double>& t) { return n_prev ? t.data() + prev_at : nullptr; };
   simd::kernels().kernel_constants({sg, mu, stride_, (s > 0.0 ? std::log(s) : 0.0) - kLogSqrt2Pi, lo, hi,
-                                    coef_.data() + d * stride_, base_.data(), lz});
-  for (std::size_t k = 0; k < k_; ++k) {
-    if (!std::isnan(lz[k])) continue;
-    lz[k] = log_normal_cdf_diff((lo - mu[k]) / sg[k], (hi - mu[k]) / sg[k]);
-    base_[k] -= lz[k];
+                                    coef_.data() + at, edge, lz, prev(prev_.sigma), prev(prev_.mu),
+                                    prev(prev_.coef), prev(prev_.edge), prev(prev_.lz), n_prev});
+  for (std::size_t k = 0; k < stride_; ++k) {
+    if (std::isnan(lz[k])) lz[k] = k < k_ ? log_normal_cdf_diff((lo - mu[k]) / sg[k], (hi - mu[k]) / sg[k]) : 0.0;
+    base_[k] += edge[k] - lz[k];
   }
 }
 

@@ -15,28 +15,31 @@ inline std::size_t padded(std::size_t n) { return (n + kPad - 1) / kPad * kPad; 
 /// mass, log Z = 0.
 constexpr double kInnerZ = 8.5;
 
-/// One continuous or discrete dimension's kernels (n, a multiple of kPad), for fit().
+/// One continuous or discrete dimension's kernels (n, a multiple of kPad), for fit(). A block of kernels whose
+/// centres and widths equal the previous fit's at the same indices (the first n_prev) takes its constants from
+/// there: a refit after one new trial recomputes only the kernels that moved.
 struct ConstantArgs {
   const double* sigma;
   const double* mu;
   std::size_t n;
-  double shift;    ///< added to every base
-  double lo, hi;   ///< the (padded) support
-  double* coef;    ///< out: 1 / (2 sigma^2)
-  double* base;    ///< in/out: += shift - log sigma
-  double* lz;      ///< out: 0 where log Z = 0 (kInnerZ), NaN where it must be computed
+  double shift;     ///< log step - log sqrt(2 pi) (continuous: no step)
+  double lo, hi;    ///< the (padded) support
+  double* coef;     ///< out: 1 / (2 sigma^2)
+  double* edge;     ///< out: shift - log sigma
+  double* lz;       ///< out: log Z, NaN where the scalar path must compute it (a centre outside the support)
+  const double *prev_sigma, *prev_mu, *prev_coef, *prev_edge, *prev_lz;
+  std::size_t n_prev;  ///< 0: no previous fit
 };
 
-/// One discrete dimension's exact bin masses for one point (n kernels, a multiple of kPad), after joint_terms.
+/// One discrete dimension's bin masses at one value x, for every kernel (n, a multiple of kPad).
 struct DiscreteArgs {
-  double x, half;       ///< the point's value in this dimension, half a step
-  double log_step;      ///< log(2 half)
+  double x, half;       ///< the value, half a step
   const double* mu;
   const double* sigma;
   const double* coef;   ///< 1 / (2 sigma^2)
+  const double* edge;   ///< ConstantArgs::edge
   std::size_t n;
-  double floor;         ///< terms below it are dropped (set to -inf)
-  double* terms;        ///< in: with this dimension's bound; out: exact (or -inf)
+  double* out;          ///< per kernel: log bin mass - the bound joint_terms used for it
 };
 
 /// Kind of a dimension in JointArgs::kind.
@@ -71,9 +74,12 @@ struct Kernels {
   /// out[k] = log(in[k]) for n values (a multiple of kPad).
   void (*logs)(const double* in, double* out, std::size_t n);
   void (*kernel_constants)(const ConstantArgs&);
-  /// Replaces a discrete dimension's bound log(step * density at the nearest bin edge) by the bin's log mass
-  /// log(Phi(b) - Phi(a)) in every term at or above floor; the others become -inf. Returns the largest term.
-  double (*discrete_exact)(const DiscreteArgs&);
+  /// A discrete dimension enters joint_terms through a bound of its bin mass, log(step * density at the bin's
+  /// nearest edge); discrete_correction gives, per kernel, what turns that bound into the bin's log mass
+  /// log(Phi(b) - Phi(a)) (the - log Z part is in base already).
+  void (*discrete_correction)(const DiscreteArgs&);
+  /// t[k] += c[k] for n terms (a multiple of kPad); returns the largest t[k].
+  double (*add_max)(double* t, const double* c, std::size_t n);
 };
 
 /// The widest instruction set this CPU runs.

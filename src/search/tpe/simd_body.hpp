@@ -104,33 +104,39 @@ void logs(const double* in, double* out, std::size_t n) {
 template <class Arch>
 void kernel_constants(const ConstantArgs& a) {
   using B = xsimd::batch<double, Arch>;
-  const B shift(a.shift), lo(a.lo), hi(a.hi), inner(kInnerZ), zero(0.0);
+  constexpr double kSqrt1_2 = 0.70710678118654752440;
+  const B shift(a.shift), lo(a.lo), hi(a.hi), zero(0.0), half(0.5), rs2(kSqrt1_2), inner(kInnerZ);
   const B nan(std::numeric_limits<double>::quiet_NaN());
   for (std::size_t k = 0; k < a.n; k += B::size) {
     const B sig = B::load_unaligned(a.sigma + k), mu = B::load_unaligned(a.mu + k);
+    if (k + B::size <= a.n_prev && xsimd::all(sig == B::load_unaligned(a.prev_sigma + k)) &&
+        xsimd::all(mu == B::load_unaligned(a.prev_mu + k))) {
+      B::load_unaligned(a.prev_coef + k).store_unaligned(a.coef + k);
+      B::load_unaligned(a.prev_edge + k).store_unaligned(a.edge + k);
+      B::load_unaligned(a.prev_lz + k).store_unaligned(a.lz + k);
+      continue;
+    }
     const B inv = B(1.0) / sig;
-    (B(0.5) * inv * inv).store_unaligned(a.coef + k);
-    (B::load_unaligned(a.base + k) + (shift - xsimd::log(sig))).store_unaligned(a.base + k);
-    const B bound = inner * sig;
-    xsimd::select((mu - lo > bound) && (hi - mu > bound), zero, nan).store_unaligned(a.lz + k);
+    (half * inv * inv).store_unaligned(a.coef + k);
+    (shift - xsimd::log(sig)).store_unaligned(a.edge + k);
+    // log Z = log(Phi(b) - Phi(a)) = log1p(-(Phi(a) + Phi(-b))): with the centre inside the support (a <= 0 <= b)
+    // both tails are at most 1/2, so nothing cancels; a centre outside is left to the scalar path (NaN). Both
+    // bounds beyond kInnerZ widths: the tails hold < 2e-17, log Z = 0 (no erfc for such a block).
+    const B za = (lo - mu) * inv, zb = (hi - mu) * inv;
+    const auto inside = (za <= zero) && (zb >= zero);
+    B lz = zero;
+    if (xsimd::any((za > -inner) || (zb < inner)))
+      lz = xsimd::log1p(-(half * (xsimd::erfc(-za * rs2) + xsimd::erfc(zb * rs2))));
+    xsimd::select(inside, lz, nan).store_unaligned(a.lz + k);
   }
 }
 
 template <class Arch>
-double discrete_exact(const DiscreteArgs& a) {
+void discrete_correction(const DiscreteArgs& a) {
   using B = xsimd::batch<double, Arch>;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  constexpr double kLogSqrt2Pi = 0.91893853320467274178, kSqrt1_2 = 0.70710678118654752440;
-  const B x(a.x), h(a.half), floor(a.floor), zero(0.0), none(-kInf), rs2(kSqrt1_2);
-  const B edge_shift(a.log_step - kLogSqrt2Pi);
-  B top(-kInf);
+  constexpr double kSqrt1_2 = 0.70710678118654752440;
+  const B x(a.x), h(a.half), zero(0.0), rs2(kSqrt1_2);
   for (std::size_t k = 0; k < a.n; k += B::size) {
-    const B t = B::load_unaligned(a.terms + k);
-    const auto keep = t >= floor;
-    if (!xsimd::any(keep)) {
-      none.store_unaligned(a.terms + k);
-      continue;
-    }
     const B mu = B::load_unaligned(a.mu + k), sig = B::load_unaligned(a.sigma + k);
     const B inv = B(1.0) / sig;
     const B lo = (x - h - mu) * inv, hi = (x + h - mu) * inv;
@@ -139,17 +145,27 @@ double discrete_exact(const DiscreteArgs& a) {
     const B a2 = xsimd::select(flip, -hi, lo), b2 = xsimd::select(flip, -lo, hi);
     const B mass = B(0.5) * (xsimd::erfc(-b2 * rs2) - xsimd::erfc(-a2 * rs2));
     const B dist = xsimd::max(xsimd::abs(x - mu) - h, zero);
-    const B bound = xsimd::fnma(dist * dist, B::load_unaligned(a.coef + k), edge_shift - xsimd::log(sig));
-    const B exact = xsimd::select(keep, t + (xsimd::log(mass) - bound), none);
-    exact.store_unaligned(a.terms + k);
-    top = xsimd::max(top, exact);
+    const B bound = xsimd::fnma(dist * dist, B::load_unaligned(a.coef + k), B::load_unaligned(a.edge + k));
+    (xsimd::log(mass) - bound).store_unaligned(a.out + k);
+  }
+}
+
+template <class Arch>
+double add_max(double* t, const double* c, std::size_t n) {
+  using B = xsimd::batch<double, Arch>;
+  B top(-std::numeric_limits<double>::infinity());
+  for (std::size_t k = 0; k < n; k += B::size) {
+    const B v = B::load_unaligned(t + k) + B::load_unaligned(c + k);
+    v.store_unaligned(t + k);
+    top = xsimd::max(top, v);
   }
   return max_lane(top);
 }
 
 template <class Arch>
 Kernels table(const char* name) {
-  return {name, &joint_terms<Arch>, &log_sum_exp<Arch>, &logs<Arch>, &kernel_constants<Arch>, &discrete_exact<Arch>};
+  return {name, &joint_terms<Arch>, &log_sum_exp<Arch>, &logs<Arch>, &kernel_constants<Arch>, &discrete_correction<Arch>,
+          &add_max<Arch>};
 }
 
 }  // namespace kubetune::search::simd::body

@@ -12,6 +12,20 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
+// Puts the nbc smallest keys of `complete` first (in any order). When at least nbc keys are at or below the last
+// split's cut (the history grew: its nbc-th key), the nbc smallest are among those few, and only they are
+// selected from; otherwise all are.
+void Split::select_best(std::size_t nbc) {
+  auto first = complete.begin(), last = complete.end();
+  if (has_cut) {
+    last = std::partition(complete.begin(), complete.end(), [&](const auto& k) { return !(cut < k); });
+    if (static_cast<std::size_t>(last - first) < nbc) last = complete.end();
+  }
+  std::nth_element(first, first + static_cast<std::ptrdiff_t>(nbc), last);
+  has_cut = nbc > 0;
+  if (has_cut) cut = *std::max_element(first, first + static_cast<std::ptrdiff_t>(nbc));
+}
+
 // Trials are in id order. Complete trials rank by loss; pruned ones after them, deepest step first, then best
 // last intermediate value (NaN last; none reported: after all).
 void Split::run(const SearchContext& ctx, const TPEConfig& cfg, bool want_ranked) {
@@ -45,7 +59,7 @@ void Split::run(const SearchContext& ctx, const TPEConfig& cfg, bool want_ranked
   const std::size_t nb = cfg.n_below(n_finished);
   const std::size_t nbc = std::min(nb, complete.size());
   const std::size_t nbp = std::min(nb - nbc, pruned.size());
-  std::nth_element(complete.begin(), complete.begin() + static_cast<std::ptrdiff_t>(nbc), complete.end());
+  select_best(nbc);
   std::nth_element(pruned.begin(), pruned.begin() + static_cast<std::ptrdiff_t>(nbp), pruned.end());
   for (std::size_t k = 0; k < complete.size(); ++k) mark[complete[k].second] = k < nbc ? 1 : 2;
   for (std::size_t k = 0; k < pruned.size(); ++k) mark[std::get<2>(pruned[k])] = k < nbp ? 1 : 2;

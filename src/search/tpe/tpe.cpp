@@ -33,11 +33,15 @@ ParzenOptions parzen_options(const TPEConfig& cfg) {
 // Runs fn(i) for i in [0, count) on nt threads; the exception of the lowest failing i is rethrown.
 template <class F>
 void parallel_for(std::size_t count, int nt, F&& fn) {
+  if (nt <= 1 || count <= 1) {  // no OpenMP team (its start-up costs more than a small group's fit)
+    for (std::size_t i = 0; i < count; ++i) fn(i);
+    return;
+  }
   std::exception_ptr error;
   std::size_t error_at = count;
   const long long n = static_cast<long long>(count);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
 #endif
   for (long long i = 0; i < n; ++i) {
     try {
@@ -52,7 +56,6 @@ void parallel_for(std::size_t count, int nt, F&& fn) {
       }
     }
   }
-  (void)nt;
   if (error) std::rethrow_exception(error);
 }
 
@@ -77,6 +80,8 @@ namespace detail {
 struct Gather {
   std::vector<double> obs, w_below, w_above;  // rows; recency weights of the last gather of each set
   std::vector<std::size_t> order, act, rowpos;
+  std::vector<double> sorted_obs, sorted_w;   // a one-parameter g(x)'s rows in sorted order (sort_rows)
+  std::vector<std::size_t> identity;
 };
 
 /// A group's two estimators and the candidates of the point being proposed.
@@ -149,7 +154,7 @@ std::size_t gather(const TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, cons
     const tpe::ParamModel& pm = ws.model.pm[grp.params[q]];
     const double* col = ws.history.column(grp.params[q]);
     double* o = g.obs.data() + q * total;
-    for (std::size_t r = 0; r < rows; ++r) o[r] = pm.to_model(col[g.act[r]]);
+    for (std::size_t r = 0; r < rows; ++r) o[r] = col[g.act[r]];
     for (std::size_t b = 0, r = rows; r < total; ++b) {
       const double* x = ws.batch.data() + b * D;
       if (!std::isnan(x[first])) o[r++] = pm.to_model(x[grp.params[q]]);
@@ -167,6 +172,23 @@ std::size_t gather(const TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, cons
   return total;
 }
 
+// A one-parameter g(x) gets its kernels in sorted order: log_sum_exp then skips the blocks of kernels far from a
+// candidate (the mixture is the same; only the order of the sum's terms changes). obs, w and order are pointed
+// at the sorted copies (order: the identity, the stable argsort of sorted rows). Sorting a joint model by one of
+// its parameters was measured slower (the permutation costs more than the skipped blocks save).
+void sort_rows(Gather& g, std::size_t rows, const double*& obs, const double*& w, const std::size_t*& order) {
+  g.sorted_obs.resize(rows);
+  g.sorted_w.resize(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    g.sorted_obs[i] = obs[order[i]];
+    g.sorted_w[i] = w[order[i]];
+  }
+  for (std::size_t i = g.identity.size(); i < rows; ++i) g.identity.push_back(i);
+  obs = g.sorted_obs.data();
+  w = g.sorted_w.data();
+  order = g.identity.data();
+}
+
 // l(x) once per ask; g(x) again after each constant liar.
 void fit_group(TPEWorkspace& ws, const TPEConfig& cfg, const ParzenOptions& popt, Gather& g, std::size_t gi) {
   const tpe::Group& grp = ws.model.groups[gi];
@@ -179,8 +201,13 @@ void fit_group(TPEWorkspace& ws, const TPEConfig& cfg, const ParzenOptions& popt
   if (st.above_version != ws.n_batch) {
     const bool want_order = popt.bandwidth == ParzenBandwidth::Neighbour;
     const std::size_t rows = gather(ws, cfg, g, grp, ws.split.above, cfg.constant_liar, want_order, g.w_above);
-    st.above.fit_columns(grp.dims, g.obs.data(), rows, g.w_above.data(), popt,
-                         g.order.empty() ? nullptr : g.order.data());
+    const double* obs = g.obs.data();
+    const double* w = g.w_above.data();
+    const std::size_t* order = g.order.empty() ? nullptr : g.order.data();
+    // (a categorical parameter has no order: history_orders leaves its part of g.order unset)
+    if (order && grp.params.size() == 1 && grp.dims[0].kind != ParzenDim::Kind::Categorical)
+      sort_rows(g, rows, obs, w, order);
+    st.above.fit_columns(grp.dims, obs, rows, w, popt, order);
     st.above_version = ws.n_batch;
   }
 }
@@ -194,7 +221,7 @@ std::size_t incumbent_kernel(TPEWorkspace& ws, std::size_t gi) {
   for (const std::size_t t : ws.split.ranked) {
     if (std::isnan(ws.history.value(grp.params[0], t))) continue;
     ws.centre.resize(dg);
-    for (std::size_t q = 0; q < dg; ++q) ws.centre[q] = ws.model.pm[grp.params[q]].to_model(ws.history.value(grp.params[q], t));
+    for (std::size_t q = 0; q < dg; ++q) ws.centre[q] = ws.history.value(grp.params[q], t);
     for (std::size_t k = 0; k + 1 < below.n_kernels(); ++k) {  // the prior kernel is last
       std::size_t q = 0;
       while (q < dg && below.mus(q)[k] == ws.centre[q]) ++q;
