@@ -14,6 +14,7 @@ of the same name, member by member inside classes, and are appended when the bin
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shutil
 import subprocess
@@ -91,12 +92,62 @@ def tidy(text: str) -> str:
     return text.replace("__hash__: typing.ClassVar[None] = None", "__hash__: typing.ClassVar[None]  # type: ignore[assignment]")
 
 
+# --- typed keyword arguments from the C++ settings tables (issue #19) ---------------------------------------------
+# Searcher and pruner classes take **kwargs at runtime (the C++ table validates them) and expose the table as
+# `_settings_schema()`. This section turns each table into a typed keyword-only __init__ (and the TPE presets'
+# signatures), merged into __init__.pyi like an override, before scripts/stub_overrides/ is applied.
+_SETTINGS_PRESETS = ("optuna", "hyperopt")  # static methods taking the same keywords (TPE.optuna(**overrides))
+_SETTINGS_DUMP = """
+import json, kubetune._kubetune as m
+out = {}
+for name in dir(m):
+    cls = getattr(m, name)
+    if isinstance(cls, type) and "_settings_schema" in vars(cls):
+        out[name] = {"schema": cls._settings_schema(),
+                     "presets": [p for p in %r if p in vars(cls)]}
+print(json.dumps(out))
+""" % (_SETTINGS_PRESETS,)
+
+
+def _settings_param(entry: dict, with_default: bool = True) -> str:
+    kind, default = entry["type"], entry["default"]
+    if entry.get("choices") and entry.get("exact"):
+        kind = "typing.Literal[" + ", ".join(repr(c) for c in entry["choices"]) + "]"
+    if kind.startswith("dict["):  # None (the default) or a mapping
+        kind, default = kind + " | None", None
+    if entry.get("required"):
+        return f"{entry['name']}: {kind}"
+    return f"{entry['name']}: {kind} = {repr(default) if with_default else '...'}"
+
+
+def settings_overrides(env: dict) -> str:
+    """Override text (for __init__.pyi) with one typed __init__ per class that has a settings table."""
+    dump = subprocess.run([sys.executable, "-c", _SETTINGS_DUMP], check=True, env=env, capture_output=True,
+                          text=True).stdout
+    lines: list[str] = []
+    for cls, info in sorted(json.loads(dump).items()):
+        schema = [e for e in info["schema"] if not e.get("ignored")]
+        positional = [_settings_param(e) for e in schema if e.get("positional")]
+        keywords = [_settings_param(e) for e in schema if not e.get("positional")]
+        params = ", ".join(["self", *positional, "*", *keywords]) if keywords else ", ".join(["self", *positional])
+        lines += [f"class {cls}:",
+                  f"    def __init__({params}) -> None:",
+                  '        """Settings as listed in the class docstring (from the C++ settings table)."""']
+        for preset in info["presets"]:
+            kw = ", ".join(["*", *(_settings_param(e, False) for e in schema)])
+            lines += ["    @staticmethod", f"    def {preset}({kw}) -> {cls}: ..."]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         env_path = str(ROOT / "python")
         subprocess.run([sys.executable, "-m", "pybind11_stubgen", "kubetune._kubetune", "-o", tmp, *STUBGEN_ARGS],
                        check=True, env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"})
         out = Path(tmp) / "kubetune" / "_kubetune"
+        init = out / "__init__.pyi"
+        init.write_text(merge(init.read_text(), settings_overrides({"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"})))
         for stub in sorted(out.glob("*.pyi")):
             override = OVERRIDES / stub.name
             if override.exists():

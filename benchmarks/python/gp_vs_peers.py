@@ -38,7 +38,7 @@ GP_SETTINGS = {}  # extra kt.GP keyword arguments (--gp-settings)
 
 
 def run_kubetune(f, n, seed, threads):
-    study = kt.Study(f.space(), searcher=kt.GP(threads=threads, **GP_SETTINGS), seed=seed)
+    study = kt.Study(f.space(), searcher=kt.GP(n_threads=threads, **GP_SETTINGS), seed=seed)
     curve, best, times = [], math.inf, []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -114,7 +114,7 @@ def time_kubetune(f, n, reps, threads):
     """History of n - 1 random points, one untimed ask (the cold fit) and tell, then `reps` consecutive
     timed asks at n, n + 1, ... (each told before the next)."""
     X, y = history(f, n - 1)
-    study = kt.Study(f.space(), searcher=kt.GP(threads=threads, **GP_SETTINGS), seed=0)
+    study = kt.Study(f.space(), searcher=kt.GP(n_threads=threads, **GP_SETTINGS), seed=0)
     for x, v in zip(X, y):
         study.add_trial({f"x{i}": float(c) for i, c in enumerate(x)}, float(v))
     out = []

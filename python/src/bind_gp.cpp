@@ -59,43 +59,13 @@ py::array_t<double> to_np(const Eigen::MatrixXd& m) {  // n x n symmetric or gen
 }  // namespace
 
 void bind_gp(py::module_& m) {
-  py::class_<GPSearcher, Searcher, std::shared_ptr<GPSearcher>>(
-      m, "GP",
+  settings_class<GPSearcher, Searcher>(
+      m, "GP", "gp",
       "Gaussian-process Bayesian optimisation (Snoek et al. 2012): Matérn-5/2 ARD (or RBF) GP fitted by "
       "maximum marginal likelihood with Optuna's hyperparameter prior, log-EI / EI / PI / LCB / gp_hedge "
       "acquisitions maximised over random + local candidates with L-BFGS-B refinement, batches and running "
       "trials via kriging-believer / constant-liar fantasies. Registered as 'gp' and Katib's "
       "'bayesianoptimization'.")
-      .def(py::init([](const std::string& kernel, const std::string& acq_func, int n_initial_points, double xi,
-                       double kappa, int n_candidates, int n_refine, const std::string& prior, int n_hyper_restarts,
-                       bool warm_start, bool deterministic, const std::string& fantasy, int max_enumeration,
-                       int max_fit_points, int refit_scale, int threads, std::optional<std::int64_t> random_state) {
-             nlohmann::json j = {{"type", "gp"},
-                                 {"kernel", kernel},
-                                 {"acq_func", acq_func},
-                                 {"n_initial_points", n_initial_points},
-                                 {"xi", xi},
-                                 {"kappa", kappa},
-                                 {"n_candidates", n_candidates},
-                                 {"n_refine", n_refine},
-                                 {"prior", prior},
-                                 {"n_hyper_restarts", n_hyper_restarts},
-                                 {"warm_start", warm_start},
-                                 {"deterministic", deterministic},
-                                 {"fantasy", fantasy},
-                                 {"max_enumeration", max_enumeration},
-                                 {"max_fit_points", max_fit_points},
-                                 {"refit_scale", refit_scale},
-                                 {"threads", threads}};
-             if (random_state) j["random_state"] = *random_state;
-             return build_gp(j);
-           }),
-           py::kw_only(), py::arg("kernel") = "matern52", py::arg("acq_func") = "logei",
-           py::arg("n_initial_points") = 10, py::arg("xi") = 0.0, py::arg("kappa") = 1.96,
-           py::arg("n_candidates") = 512, py::arg("n_refine") = 3, py::arg("prior") = "optuna",
-           py::arg("n_hyper_restarts") = 2, py::arg("warm_start") = true, py::arg("deterministic") = false,
-           py::arg("fantasy") = "believer", py::arg("max_enumeration") = 64, py::arg("max_fit_points") = 400,
-           py::arg("refit_scale") = 10, py::arg("threads") = 0, py::arg("random_state") = py::none())
       .def_static(
           "from_katib", [](py::handle s) { return build_gp(katib_settings(s, "gp")); }, py::arg("settings") = py::none(),
           "Build from Katib algorithmSettings (base_estimator 'GP', n_initial_points, acq_func "

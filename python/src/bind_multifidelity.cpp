@@ -40,13 +40,6 @@ py::list brackets_to_py(const std::vector<Bracket>& bs) {
   return out;
 }
 
-nlohmann::json hb_json(const std::string& type, const std::string& resource_name, double max_resource,
-                       double min_resource, int eta, const std::string& mode, std::int64_t n_iterations, int bracket) {
-  return {{"type", type},          {"resource_name", resource_name}, {"max_resource", max_resource},
-          {"min_resource", min_resource}, {"eta", eta},              {"mode", mode},
-          {"n_iterations", n_iterations}, {"bracket", bracket}};
-}
-
 py::dict progress_to_py(const Hyperband::Progress& p) {
   py::dict d;
   d["brackets_total"] = p.brackets_total;
@@ -94,21 +87,26 @@ void bind_multifidelity(py::module_& m) {
       "Hyperband's brackets for one iteration: [{s, rungs: [(n_i, r_i)], configs, total_resource}]. mode is "
       "'exact' (Li et al. 2018), 'katib' or 'hpbandster' (those projects' arithmetic).");
 
-  py::class_<Hyperband, Searcher, std::shared_ptr<Hyperband>>(
-      m, "Hyperband",
+  // Keyword arguments, docstrings and `_settings_schema()` come from the C++ settings tables. Hyperband and BOHB
+  // also take resource_name by position, PercentilePruner its percentile.
+  static const nlohmann::json hb_schema = Hyperband::settings_schema(), bohb_schema = BOHB::settings_schema(),
+                              pct_schema = PercentilePruner::settings_schema();
+  static const std::string hb_doc = settings_docstring(
       "Hyperband (Li et al., JMLR 2018) with exact bracket arithmetic. Each ask returns the next "
       "(configuration, budget): a new random configuration or a promotion (same point, larger `resource_name`). "
       "Brackets run to completion across workers; state lives in trial attributes (hb_bracket, hb_rung, "
       "hb_config). mode='katib'/'hpbandster' reproduce those projects' arithmetic; bracket=s runs successive "
-      "halving with one bracket.")
-      .def(py::init([](const std::string& resource_name, double max_resource, double min_resource, int eta,
-                       const std::string& mode, std::int64_t n_iterations, int bracket) {
-             return build<Hyperband, Searcher>(&Hyperband::from_json,
-                                               hb_json("hyperband", resource_name, max_resource, min_resource, eta,
-                                                       mode, n_iterations, bracket));
+      "halving with one bracket.",
+      hb_schema);
+  py::class_<Hyperband, Searcher, std::shared_ptr<Hyperband>>(m, "Hyperband", hb_doc.c_str())
+      .def(py::init([](const std::string& resource_name, const py::kwargs& kw) {
+             nlohmann::json j = settings_from_kwargs(kw, hb_schema, "Hyperband", "hyperband");
+             j["resource_name"] = resource_name;
+             return build<Hyperband, Searcher>(&Hyperband::from_json, j);
            }),
-           py::arg("resource_name"), py::kw_only(), py::arg("max_resource") = 81.0, py::arg("min_resource") = 1.0,
-           py::arg("eta") = 3, py::arg("mode") = "exact", py::arg("n_iterations") = 1, py::arg("bracket") = -1)
+           py::arg("resource_name"), "resource_name, then keyword arguments as listed in the class docstring.")
+      .def_static("_settings_schema", [] { return schema_to_py(hb_schema, {"resource_name"}, {"resource_name"}); },
+                  "The settings table (for stubs and docs).")
       .def_static(
           "from_katib",
           [](py::handle s) { return build<Hyperband, Searcher>(&Hyperband::from_json, katib_settings(s, "hyperband")); },
@@ -120,112 +118,70 @@ void bind_multifidelity(py::module_& m) {
           "Where a study run by this Hyperband stands: finished (nothing will ever run again) vs waiting "
           "(nothing to run now; running trials will unlock promotions).");
 
-  py::class_<BOHB, Hyperband, std::shared_ptr<BOHB>>(
-      m, "BOHB",
+  static const std::string bohb_doc = settings_docstring(
       "BOHB (Falkner, Klein & Hutter, ICML 2018): Hyperband brackets whose new configurations come from a "
       "multivariate KDE (good/bad densities, Gaussian + Aitchison-Aitken kernels) of the largest budget with "
-      "enough observations. Defaults as the paper/HpBandSter; n_iterations=0 repeats brackets forever.")
-      .def(py::init([](const std::string& resource_name, double max_resource, double min_resource, int eta,
-                       const std::string& mode, std::int64_t n_iterations, int bracket, double top_n_percent,
-                       int num_samples, double random_fraction, double bandwidth_factor, double min_bandwidth,
-                       int min_points_in_model) {
-             nlohmann::json j = hb_json("bohb", resource_name, max_resource, min_resource, eta, mode, n_iterations,
-                                        bracket);
-             j["top_n_percent"] = top_n_percent;
-             j["num_samples"] = num_samples;
-             j["random_fraction"] = random_fraction;
-             j["bandwidth_factor"] = bandwidth_factor;
-             j["min_bandwidth"] = min_bandwidth;
-             j["min_points_in_model"] = min_points_in_model;
+      "enough observations. Defaults as the paper/HpBandSter; n_iterations=0 repeats brackets forever.",
+      bohb_schema);
+  py::class_<BOHB, Hyperband, std::shared_ptr<BOHB>>(m, "BOHB", bohb_doc.c_str())
+      .def(py::init([](const std::string& resource_name, const py::kwargs& kw) {
+             nlohmann::json j = settings_from_kwargs(kw, bohb_schema, "BOHB", "bohb");
+             j["resource_name"] = resource_name;
              return build<BOHB, Searcher>(&BOHB::from_json, j);
            }),
-           py::arg("resource_name"), py::kw_only(), py::arg("max_resource") = 81.0, py::arg("min_resource") = 1.0,
-           py::arg("eta") = 3, py::arg("mode") = "exact", py::arg("n_iterations") = 0, py::arg("bracket") = -1,
-           py::arg("top_n_percent") = 15.0, py::arg("num_samples") = 64, py::arg("random_fraction") = 1.0 / 3.0,
-           py::arg("bandwidth_factor") = 3.0, py::arg("min_bandwidth") = 1e-3, py::arg("min_points_in_model") = 0)
+           py::arg("resource_name"), "resource_name, then keyword arguments as listed in the class docstring.")
+      .def_static("_settings_schema", [] { return schema_to_py(bohb_schema, {"resource_name"}, {"resource_name"}); },
+                  "The settings table (for stubs and docs).")
       .def_static(
           "from_katib", [](py::handle s) { return build<BOHB, Searcher>(&BOHB::from_json, katib_settings(s, "bohb")); },
           py::arg("settings"));
 
-  py::class_<ASHA, Searcher, std::shared_ptr<ASHA>>(
-      m, "ASHA",
+  settings_class<ASHA, Searcher>(
+      m, "ASHA", "asha",
       "Asynchronous successive halving (Li et al., MLSys 2020). mode='prune' (default): trials run to "
       "max_resource reporting intermediate values and should_prune stops those outside the best 1/eta at each "
       "rung min_resource*eta^(s+k); mode='promote': ask promotes the best 1/eta of a rung when possible, else "
-      "starts a new configuration (needs resource_name).")
-      .def(py::init([](double min_resource, double max_resource, int eta, int min_early_stopping_rate,
-                       std::optional<std::string> resource_name, const std::string& mode, std::int64_t max_configs) {
-             nlohmann::json j = {{"type", "asha"},
-                                 {"min_resource", min_resource},
-                                 {"max_resource", max_resource},
-                                 {"eta", eta},
-                                 {"min_early_stopping_rate", min_early_stopping_rate},
-                                 {"resource_name", resource_name.value_or("")},
-                                 {"mode", mode},
-                                 {"max_configs", max_configs}};
-             return build<ASHA, Searcher>(&ASHA::from_json, j);
-           }),
-           py::kw_only(), py::arg("min_resource") = 1.0, py::arg("max_resource") = 81.0, py::arg("eta") = 3,
-           py::arg("min_early_stopping_rate") = 0, py::arg("resource_name") = py::none(), py::arg("mode") = "prune",
-           py::arg("max_configs") = 0);
+      "starts a new configuration (needs resource_name).");
 
-  py::class_<ASHAPruner, Pruner, std::shared_ptr<ASHAPruner>>(
-      m, "ASHAPruner",
+  settings_class<ASHAPruner, Pruner>(
+      m, "ASHAPruner", "asha",
       "ASHA's rung rule as a pruner for any searcher: at step min_resource*eta^(s+k) a trial continues only if "
       "it is among the best floor(n/eta) of the n values recorded at that rung (best-so-far with fewer than eta, "
-      "as Optuna's SuccessiveHalvingPruner). Call should_prune after every report.")
-      .def(py::init([](double min_resource, double max_resource, int eta, int min_early_stopping_rate) {
-             return std::make_shared<ASHAPruner>(ASHARungs{min_resource, max_resource, eta, min_early_stopping_rate});
-           }),
-           py::kw_only(), py::arg("min_resource") = 1.0, py::arg("max_resource") = 0.0, py::arg("eta") = 3,
-           py::arg("min_early_stopping_rate") = 0);
+      "as Optuna's SuccessiveHalvingPruner). Call should_prune after every report.");
 
-  py::class_<HyperbandPruner, Pruner, std::shared_ptr<HyperbandPruner>>(
-      m, "HyperbandPruner",
+  settings_class<HyperbandPruner, Pruner>(
+      m, "HyperbandPruner", "hyperband",
       "Asynchronous Hyperband as a pruner (Li et al. 2020; Optuna's HyperbandPruner): ASHA brackets with "
       "min_early_stopping_rate = bracket; each trial joins one bracket (hash of its id, weighted by Hyperband's "
       "bracket sizes) and competes only within it. mode='optuna' counts brackets with Optuna's float log.")
-      .def(py::init([](double min_resource, double max_resource, int eta, const std::string& mode) {
-             return build<HyperbandPruner, Pruner>(&HyperbandPruner::from_json, {{"type", "hyperband"},
-                                                                                 {"min_resource", min_resource},
-                                                                                 {"max_resource", max_resource},
-                                                                                 {"eta", eta},
-                                                                                 {"mode", mode}});
-           }),
-           py::kw_only(), py::arg("min_resource") = 1.0, py::arg("max_resource") = 81.0, py::arg("eta") = 3,
-           py::arg("mode") = "exact")
       .def_property_readonly("n_brackets", &HyperbandPruner::n_brackets)
       .def("bracket_of", &HyperbandPruner::bracket_of, py::arg("trial_id"));
 
-  py::class_<MedianStop, Pruner, std::shared_ptr<MedianStop>>(
-      m, "MedianStop",
+  settings_class<MedianStop, Pruner>(
+      m, "MedianStop", "median_stop",
       "Median stopping rule (Golovin et al., Vizier, KDD 2017) with Katib's settings: prune when the best value "
       "so far is worse than the median of completed trials' running averages at the same step, after "
       "start_step reports and with at least min_trials_required completed trials. rule='katib' reproduces "
       "Katib's medianstop service (mean of first-start_step averages, checked once).")
-      .def(py::init([](std::int64_t min_trials_required, std::int64_t start_step, const std::string& rule) {
-             return build<MedianStop, Pruner>(&MedianStop::from_json, {{"type", "median_stop"},
-                                                                       {"min_trials_required", min_trials_required},
-                                                                       {"start_step", start_step},
-                                                                       {"rule", rule}});
-           }),
-           py::kw_only(), py::arg("min_trials_required") = 3, py::arg("start_step") = 4, py::arg("rule") = "median")
       .def_static(
           "from_katib",
           [](py::handle s) { return build<MedianStop, Pruner>(&MedianStop::from_json, katib_settings(s, "median_stop")); },
           py::arg("settings") = py::none(), "Build from Katib earlyStopping algorithmSettings.");
 
-  py::class_<PercentilePruner, Pruner, std::shared_ptr<PercentilePruner>>(
-      m, "PercentilePruner",
+  static const std::string pct_doc = settings_docstring(
       "Percentile pruning (Optuna's PercentilePruner semantics): prune when the best value so far is worse "
-      "than the given percentile of completed trials' values at the same step.")
-      .def(py::init([](double percentile, std::int64_t n_startup_trials, std::int64_t n_warmup_steps,
-                       std::int64_t interval_steps, std::int64_t n_min_trials) {
-             return std::make_shared<PercentilePruner>(PercentilePruner::Config{
-                 percentile, n_startup_trials, n_warmup_steps, interval_steps, n_min_trials});
+      "than the given percentile of completed trials' values at the same step.",
+      pct_schema);
+  py::class_<PercentilePruner, Pruner, std::shared_ptr<PercentilePruner>>(m, "PercentilePruner", pct_doc.c_str())
+      .def(py::init([](double percentile, const py::kwargs& kw) {
+             nlohmann::json j = settings_from_kwargs(kw, pct_schema, "PercentilePruner", "percentile");
+             j["percentile"] = percentile;
+             return build<PercentilePruner, Pruner>(&PercentilePruner::from_json, j);
            }),
-           py::arg("percentile") = 25.0, py::kw_only(), py::arg("n_startup_trials") = 5,
-           py::arg("n_warmup_steps") = 0, py::arg("interval_steps") = 1, py::arg("n_min_trials") = 1);
+           py::arg("percentile") = PercentilePruner::Config{}.percentile,
+           "percentile, then keyword arguments as listed in the class docstring.")
+      .def_static("_settings_schema", [] { return schema_to_py(pct_schema, {"percentile"}); },
+                  "The settings table (for stubs and docs).");
 
   // Synthetic multi-fidelity benchmark, in the shared `functions` submodule (kt.functions re-exports it).
   py::module_ fm = py::hasattr(m, "functions") ? m.attr("functions").cast<py::module_>() : m.def_submodule("functions");

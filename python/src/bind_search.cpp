@@ -127,36 +127,23 @@ void bind_functions(py::module_& parent) {
 }  // namespace
 
 void bind_search(py::module_& m) {
-  py::class_<RandomSearch, Searcher, std::shared_ptr<RandomSearch>>(
-      m, "RandomSearch",
+  const char* katib_doc = "Build from Katib algorithmSettings (dict or [{name, value}]).";
+  settings_class<RandomSearch, Searcher>(
+      m, "RandomSearch", "random",
       "Random search (Bergstra & Bengio, JMLR 2012): independent draws from the priors; with dedupe, a finite "
       "space never repeats a point while unseen ones remain.")
-      .def(py::init([](bool dedupe) { return std::make_shared<RandomSearch>(RandomSearch::Config{dedupe}); }),
-           py::kw_only(), py::arg("dedupe") = true)
       .def_static(
           "from_katib", [](py::handle s) { return build<RandomSearch>(katib_settings(s, "random")); },
-          py::arg("settings") = py::none(), "Build from Katib algorithmSettings (dict or [{name, value}]).");
+          py::arg("settings") = py::none(), katib_doc);
 
-  py::class_<GridSearch, Searcher, std::shared_ptr<GridSearch>>(
-      m, "GridSearch",
+  settings_class<GridSearch, Searcher>(
+      m, "GridSearch", "grid",
       "Exhaustive grid with Katib's semantics: ints by their step, doubles by their step (or points/steps/"
       "default_points), discrete and categorical lists; fixed order, only active conditional combinations, "
       "stateless (continues after reload); fewer suggestions once exhausted.")
-      .def(py::init([](std::uint64_t default_points, py::object points, py::object steps, double max_grid_size,
-                       bool shuffle, std::uint64_t seed) {
-             nlohmann::json j = {{"type", "grid"},           {"default_points", default_points},
-                                 {"max_grid_size", max_grid_size}, {"shuffle", shuffle},
-                                 {"seed", seed}};
-             if (!points.is_none()) j["points"] = py_to_json(points);
-             if (!steps.is_none()) j["steps"] = py_to_json(steps);
-             return build<GridSearch>(j);
-           }),
-           py::kw_only(), py::arg("default_points") = 0, py::arg("points") = py::none(),
-           py::arg("steps") = py::none(), py::arg("max_grid_size") = 1e7, py::arg("shuffle") = false,
-           py::arg("seed") = 0)
       .def_static(
           "from_katib", [](py::handle s) { return build<GridSearch>(katib_settings(s, "grid")); },
-          py::arg("settings") = py::none(), "Build from Katib algorithmSettings (dict or [{name, value}]).")
+          py::arg("settings") = py::none(), katib_doc)
       .def("grid_size", &GridSearch::grid_size, py::arg("space"), "Number of (active) grid points of a space.")
       .def(
           "enumerate",
@@ -165,17 +152,13 @@ void bind_search(py::module_& m) {
           },
           py::arg("space"), py::arg("limit") = 1'000'000, "Every grid point, in order, as parameter dicts.");
 
-  py::class_<Sobol, Searcher, std::shared_ptr<Sobol>>(
-      m, "Sobol",
+  settings_class<Sobol, Searcher>(
+      m, "Sobol", "sobol",
       "Scrambled Sobol' sequence (Joe & Kuo 2008 direction numbers, linear matrix scramble + digital shift); "
       "trial k gets point k (stored as system attribute 'sobol_index').")
-      .def(py::init([](std::uint64_t seed, bool scramble, std::uint64_t skip) {
-             return build<Sobol>({{"type", "sobol"}, {"seed", seed}, {"scramble", scramble}, {"skip", skip}});
-           }),
-           py::kw_only(), py::arg("seed") = 0, py::arg("scramble") = true, py::arg("skip") = 0)
       .def_static(
           "from_katib", [](py::handle s) { return build<Sobol>(katib_settings(s, "sobol")); },
-          py::arg("settings") = py::none(), "Build from Katib algorithmSettings (dict or [{name, value}]).")
+          py::arg("settings") = py::none(), katib_doc)
       .def_property_readonly_static("max_dims", [](py::handle) { return search::sobol_max_dims(); });
 
   py::class_<SobolSequence>(m, "SobolSequence", "Standalone scrambled Sobol' generator over [0, 1)^dim.")

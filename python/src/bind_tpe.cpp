@@ -1,6 +1,5 @@
 // Python bindings of the tpe module: kt.TPE (Optuna / hyperopt presets, Katib settings).
 #include <memory>
-#include <optional>
 #include <string>
 
 #include <pybind11/stl.h>
@@ -85,54 +84,25 @@ void bind_tpe(py::module_& m) {
       },
       py::arg("tpe"), py::arg("study"),
       "The l(x) / g(x) models the next ask of `tpe` would fit on `study`'s history, one dict per group.");
-  // TPE.optuna(**overrides), TPE.hyperopt(**overrides): a preset with single settings overridden.
-  auto preset = [](std::string name) {
-    return [name](py::kwargs overrides) {
-      nlohmann::json j = py_to_json(overrides);
-      j["preset"] = name;
+  // Every keyword comes from the C++ settings table (TPEConfig::settings_schema); the stubs are generated from it.
+  static const nlohmann::json schema = TPEConfig::settings_schema();
+  auto from_kwargs = [](const char* preset) {
+    return [preset](const py::kwargs& kw) {
+      nlohmann::json j = settings_from_kwargs(kw, schema, "TPE", "tpe");
+      if (preset) j["preset"] = preset;
       return build_tpe(j);
     };
   };
-  py::class_<TPE, Searcher, std::shared_ptr<TPE>>(m, "TPE", kDoc)
-      .def(py::init([](std::size_t n_startup_trials, std::size_t n_ei_candidates, std::size_t n_refine_candidates,
-                       double refine_scale, double gamma,
-                       const std::string& gamma_rule, std::size_t gamma_max, double prior_weight,
-                       bool consider_magic_clip, bool consider_endpoints, std::size_t n_flat_weights,
-                       bool multivariate, const std::string& bandwidth, bool group, bool constant_liar,
-                       std::optional<std::uint64_t> random_state, int n_threads) {
-             nlohmann::json j = {{"type", "tpe"},
-                                 {"n_startup_trials", n_startup_trials},
-                                 {"n_ei_candidates", n_ei_candidates},
-                                 {"n_refine_candidates", n_refine_candidates},
-                                 {"refine_scale", refine_scale},
-                                 {"gamma", gamma},
-                                 {"gamma_rule", gamma_rule},
-                                 {"gamma_max", gamma_max},
-                                 {"prior_weight", prior_weight},
-                                 {"consider_magic_clip", consider_magic_clip},
-                                 {"consider_endpoints", consider_endpoints},
-                                 {"n_flat_weights", n_flat_weights},
-                                 {"multivariate", multivariate},
-                                 {"bandwidth", bandwidth},
-                                 {"group", group},
-                                 {"constant_liar", constant_liar},
-                                 {"n_threads", n_threads}};
-             if (random_state) j["random_state"] = *random_state;
-             return build_tpe(j);
-           }),
-           py::kw_only(), py::arg("n_startup_trials") = 10, py::arg("n_ei_candidates") = 24,
-           py::arg("n_refine_candidates") = 8, py::arg("refine_scale") = 0.25,
-           py::arg("gamma") = 0.1, py::arg("gamma_rule") = "linear", py::arg("gamma_max") = 25,
-           py::arg("prior_weight") = 1.0, py::arg("consider_magic_clip") = true,
-           py::arg("consider_endpoints") = false, py::arg("n_flat_weights") = 25, py::arg("multivariate") = false,
-           py::arg("bandwidth") = "neighbour", py::arg("group") = true, py::arg("constant_liar") = true, py::arg("random_state") = py::none(),
-           py::arg("n_threads") = 1)
+  static const std::string doc = settings_docstring(kDoc, schema);
+  py::class_<TPE, Searcher, std::shared_ptr<TPE>>(m, "TPE", doc.c_str())
+      .def(py::init(from_kwargs(nullptr)), "Keyword arguments as listed in the class docstring (all optional).")
+      .def_static("_settings_schema", [] { return schema_to_py(schema); }, "The settings table (for stubs, docs).")
       .def_static(
-          "optuna", preset("optuna"),
+          "optuna", from_kwargs("optuna"),
           "Optuna's TPESampler algorithm: the defaults without candidate refinement (n_refine_candidates=0); "
           "keyword arguments override single settings.")
       .def_static(
-          "hyperopt", preset("hyperopt"),
+          "hyperopt", from_kwargs("hyperopt"),
           "hyperopt's tpe.suggest preset (gamma 0.25 * sqrt(n) capped at 25, 20 startup trials, no refinement); "
           "keyword arguments override single settings.")
       .def_static(
@@ -144,7 +114,7 @@ void bind_tpe(py::module_& m) {
           },
           py::arg("settings") = py::none(), py::arg("multivariate") = false,
           "From Katib algorithmSettings (dict or [{name, value}], values may be strings): n_startup_trials, "
-          "n_ei_candidates, random_state, gamma, prior_weight, ... multivariate=True for 'multivariate-tpe'.")
+          "n_ei_candidates, random_state (seed), gamma, prior_weight, ... multivariate=True for 'multivariate-tpe'.")
       .def("n_below", [](const TPE& t, std::size_t n) { return t.settings().n_below(n); }, py::arg("n"),
            "How many of n finished trials form the 'good' density l(x).")
       .def_property_readonly("multivariate", [](const TPE& t) { return t.settings().multivariate; })

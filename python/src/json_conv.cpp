@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kubetune/core/config_fields.hpp"
 #include "kubetune/core/error.hpp"
 
 namespace py = pybind11;
@@ -70,6 +71,61 @@ nlohmann::json katib_settings(py::handle settings, const std::string& type) {
   }
   if (!type.empty()) j["type"] = type;
   return j;
+}
+
+nlohmann::json settings_from_kwargs(const py::kwargs& kw, const nlohmann::json& schema, const std::string& cls,
+                                    const std::string& type) {
+  nlohmann::json j = nlohmann::json::object();
+  for (auto item : kw) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    const nlohmann::json* entry = nullptr;
+    bool deprecated = false;
+    for (const auto& e : schema) {
+      if (e.value("ignored", false)) continue;
+      if (e["name"] == key) entry = &e;
+      for (const auto& a : e["aliases"])
+        if (a == key) entry = &e;
+      for (const auto& a : e["deprecated"])
+        if (a == key) entry = &e, deprecated = true;
+      if (entry) break;
+    }
+    if (!entry) {
+      std::string list;
+      for (const auto& e : schema)
+        if (!e.value("ignored", false)) list += (list.empty() ? "" : ", ") + e["name"].get<std::string>();
+      throw py::type_error(cls + "() got an unexpected keyword argument '" + key + "' (accepted: " + list + ")");
+    }
+    const std::string name = (*entry)["name"].get<std::string>();
+    if (deprecated) {
+      const std::string msg = cls + "(" + key + "=...) is deprecated; use " + name + "=...";
+      if (PyErr_WarnEx(PyExc_DeprecationWarning, msg.c_str(), 1) != 0) throw py::error_already_set();
+    }
+    py::handle v = item.second;
+    const std::string t = (*entry)["type"].get<std::string>();
+    if (v.is_none() && t.find("None") == std::string::npos) continue;  // the default
+    const bool is_str = py::isinstance<py::str>(v);
+    if (!v.is_none() && is_str != (t == "str"))
+      throw py::type_error(cls + "(): keyword argument '" + key + "' must be " + (t == "str" ? "a str" : t) +
+                           ", got " + py::str(py::type::of(v).attr("__name__")).cast<std::string>());
+    j[key] = py_to_json(v);
+  }
+  j["type"] = type;
+  return j;
+}
+
+std::string settings_docstring(const std::string& head, const nlohmann::json& schema) {
+  return head + "\n\nSettings (keyword arguments):\n" + settings::schema_doc(schema);
+}
+
+py::object schema_to_py(nlohmann::json schema, std::initializer_list<const char*> positional,
+                        std::initializer_list<const char*> required) {
+  for (auto& e : schema) {
+    for (const char* p : positional)
+      if (e["name"] == p) e["positional"] = true;
+    for (const char* r : required)
+      if (e["name"] == r) e["required"] = true;
+  }
+  return json_to_py(schema);
 }
 
 }  // namespace kubetune::python

@@ -12,8 +12,14 @@ std::uint64_t mix64(std::uint64_t x) noexcept {
   return x ^ (x >> 31);
 }
 
+std::uint64_t derive_seed(std::uint64_t parent, std::uint64_t stream_id) noexcept {
+  return mix64(parent) ^ mix64(stream_id * 0xD1B54A32D192ED03ULL + 0x632BE59BD9B4E019ULL);
+}
+
+std::uint64_t hash_combine(std::uint64_t h, std::uint64_t v) noexcept { return mix64(h ^ v); }
+
 Rng::Rng(std::uint64_t seed, std::uint64_t stream) noexcept {
-  std::uint64_t x = mix64(seed) ^ mix64(stream * 0xD1B54A32D192ED03ULL + 0x632BE59BD9B4E019ULL);
+  std::uint64_t x = derive_seed(seed, stream);
   for (auto& w : s_) {
     x += 0x9E3779B97F4A7C15ULL;
     w = mix64(x);

@@ -141,7 +141,7 @@ def test_katib_settings_and_errors():
                           {"name": "random_state", "value": "7"}])
     c = g.config()
     assert c["n_initial_points"] == 3 and c["acq_func"] == "gp_hedge" and c["n_refine"] == 0
-    assert c["random_state"] == 7
+    assert c["seed"] == 7
     via_registry = kt.make_searcher({"type": "bayesianoptimization", "n_initial_points": "4"})
     assert via_registry.config()["n_initial_points"] == 4
     assert "gp" in kt.registered_searchers() and "bayesianoptimization" in kt.registered_searchers()
@@ -164,7 +164,7 @@ def test_refit_schedule_and_defaults():
     c = g.config()
     assert (c["n_candidates"], c["n_refine"], c["refit_scale"]) == (512, 3, 10)
     f = kt.functions.get("hartmann6")
-    a = kt.Study(f.space(), searcher=kt.GP(threads=1, refit_scale=4, n_candidates=128), seed=3)
+    a = kt.Study(f.space(), searcher=kt.GP(n_threads=1, refit_scale=4, n_candidates=128), seed=3)
     b = kt.Study.from_json(a.to_json())
     last = None
     reused = 0
@@ -256,3 +256,24 @@ def test_katib_answer_is_a_function_of_the_request():
     assert answer(1, SuggestionService()) == warm[0] == warm[1]
     evict()
     assert answer(2) == warm[0]
+
+
+def test_settings_table_names_and_deprecations():
+    schema = {e["name"]: e for e in kt.GP._settings_schema()}
+    assert schema["n_threads"]["deprecated"] == ["threads"] and schema["seed"]["aliases"] == ["random_state"]
+    assert {k: e["default"] for k, e in schema.items()} == {k: v for k, v in kt.GP().config().items() if k != "type"}
+    with pytest.warns(DeprecationWarning, match=r"GP\(threads=...\) is deprecated; use n_threads"):
+        g = kt.GP(threads=2)
+    assert g.config()["n_threads"] == 2 and "threads" not in g.config()
+    # Saved configs with the old names still load, silently (C++ reads the alias).
+    old = {"type": "gp", "threads": 3, "random_state": 5}
+    assert kt.make_searcher(old).config() == kt.GP(n_threads=3, seed=5).config()
+    # GP used to read 2 as true: the one boolean rule refuses it, naming the setting.
+    with pytest.raises(ValueError, match="'warm_start' = 2 is not a boolean"):
+        kt.make_searcher({"type": "gp", "warm_start": 2})
+    with pytest.raises(ValueError, match="'deterministic_objective' = \"yes\""):
+        kt.GP.from_katib({"deterministic_objective": "yes"})
+    with pytest.raises(ValueError, match="gp: setting 'n_candidates' = 0 must be >= 1"):
+        kt.GP(n_candidates=0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_startup'"):
+        kt.GP(n_startup=3)

@@ -122,7 +122,7 @@ def test_asha_pruner_with_another_searcher_and_threads():
                 raise kt.study.TrialPruned()
         return v
 
-    st.optimize(objective, n_trials=60, n_jobs=4)
+    st.optimize(objective, n_trials=60, n_threads=4)
     states = [str(t.state) for t in st.trials]
     assert len(states) == 60
     assert sum("pruned" in s.lower() for s in states) >= 30
@@ -288,3 +288,27 @@ def test_hyperband_pruner():
     st.optimize(objective, n_trials=40)
     pruned = [t for t in st.trials if "pruned" in str(t.state).lower()]
     assert pruned and all(p.bracket_of(t.id) < 3 for t in pruned)  # bracket 3 (s = 3) has no rung below 27
+
+
+def test_settings_tables_keywords_and_aliases():
+    hb = kt.Hyperband("epochs", max_resource=27, eta=3)
+    assert hb.config()["resource_name"] == "epochs" and hb.config()["max_resource"] == 27
+    assert kt.Hyperband(resource_name="epochs").config() == kt.Hyperband("epochs").config()
+    schema = {e["name"]: e for e in kt.Hyperband._settings_schema()}
+    assert schema["resource_name"]["positional"] and schema["resource_name"]["required"]
+    assert schema["max_resource"]["aliases"] == ["r_l", "R"] and schema["mode"]["choices"] == ["exact", "katib", "hpbandster"]
+    # BOHB: HpBandSter's min_budget / max_budget name Hyperband's resources; n_iterations defaults to 0.
+    b = kt.make_searcher({"type": "bohb", "resource_name": "epochs", "max_budget": "9", "min_budget": 1})
+    assert (b.config()["max_resource"], b.config()["min_resource"], b.config()["n_iterations"]) == (9, 1, 0)
+    with pytest.raises(ValueError, match="bohb: setting 'max_resource' is given twice"):
+        kt.make_searcher({"type": "bohb", "resource_name": "epochs", "max_budget": 9, "r_l": 9})
+    assert kt.PercentilePruner(40.0, n_startup_trials=2).config()["percentile"] == 40.0
+    assert kt.PercentilePruner().config()["percentile"] == 25.0
+    with pytest.raises(ValueError, match="median_stop: setting 'rule' = \"vizier\" is not one of median, katib"):
+        kt.MedianStop(rule="vizier")
+    with pytest.raises(ValueError, match="asha: setting 's' = 1.5 must be an integer"):
+        kt.make_searcher({"type": "asha", "s": 1.5})
+    with pytest.raises(ValueError, match="unknown setting 'max_budget'"):
+        kt.make_searcher({"type": "hyperband", "resource_name": "epochs", "max_budget": 9})  # BOHB's name only
+    with pytest.raises(TypeError, match="unexpected keyword argument 'eta_'"):
+        kt.ASHAPruner(eta_=3)

@@ -1,5 +1,9 @@
 """Python layer of the basic searchers (RandomSearch, GridSearch, Sobol) and kt.functions."""
+import importlib.util
+import json
 import math
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -160,3 +164,61 @@ def test_random_search_dedupe_small_space():
     study = kt.Study(s, searcher=kt.RandomSearch(), seed=1)
     got = [tuple(t.params.values()) for t in study.ask(10)]
     assert len(got) == 6 == len(set(got))
+
+
+# ------------------------------------------------------------------------------- settings tables (issue #19)
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "settings"
+RENAMED = {"random_state": "seed", "threads": "n_threads"}  # old written names -> today's
+
+
+def _fixture_module():
+    spec = importlib.util.spec_from_file_location("make_fixtures", FIXTURES / "make_fixtures.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("name", sorted(p.name[:-len(".study.json")] for p in FIXTURES.glob("*.study.json")))
+def test_settings_fixture_studies_continue(tmp_path, name):
+    """Studies saved before the settings tables (tests/fixtures/settings) load and continue exactly."""
+    mod = _fixture_module()
+    path = tmp_path / f"{name}.study.json"
+    shutil.copy(FIXTURES / path.name, path)
+    saved = json.loads(path.read_text())
+    study = kt.Study.load(str(path))
+    # The configs read back are the saved ones, under today's names for the two renamed settings.
+    study.save(str(tmp_path / "again.json"))
+    again = json.loads((tmp_path / "again.json").read_text())
+    for part in ("searcher", "pruner"):
+        if saved.get(part):
+            old = {RENAMED.get(k, k): v for k, v in saved[part].items()}
+            now = again[part]
+            assert {k: v for k, v in now.items() if k in old} == old
+            assert set(now) - set(old) <= {"seed"}  # GP wrote no seed when unset; now null
+    expected = json.loads((FIXTURES / f"{name}.expected.json").read_text())
+    _, _, resource, _, after = mod.CASES[name]
+    log: list = []
+    assert mod.run(study, after, resource, log) == expected["params"]
+    assert log == expected["pruned_at"]
+
+
+SETTINGS_CLASSES = ["RandomSearch", "GridSearch", "Sobol", "TPE", "GP", "Hyperband", "BOHB", "ASHA", "ASHAPruner",
+                    "HyperbandPruner", "MedianStop", "PercentilePruner"]
+
+
+@pytest.mark.parametrize("cls", SETTINGS_CLASSES)
+def test_every_searcher_takes_its_keywords_from_the_table(cls):
+    c = getattr(kt, cls)
+    schema = c._settings_schema()
+    required = {e["name"]: "epochs" for e in schema if e.get("required")}
+    made = c(**required)
+    cfg = made.config()
+    for e in schema:
+        if e.get("ignored"):
+            continue
+        assert e["name"] in cfg, e["name"]  # every setting is written under its table name
+        assert e["doc"] and e["name"] + ": " in c.__doc__
+        if not e.get("required"):
+            assert cfg[e["name"]] == e["default"], e["name"]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        c(**required, bogus=1)

@@ -45,7 +45,7 @@ def test_katib_settings_and_round_trip():
     t = kt.TPE.from_katib({"n_startup_trials": "5", "n_ei_candidates": "12", "random_state": "3",
                            "gamma": "0.2", "prior_weight": "2"})
     c = t.config()
-    assert (c["n_startup_trials"], c["n_ei_candidates"], c["random_state"], c["gamma"], c["prior_weight"]) == (
+    assert (c["n_startup_trials"], c["n_ei_candidates"], c["seed"], c["gamma"], c["prior_weight"]) == (
         5, 12, 3, 0.2, 2.0)
     mv = kt.TPE.from_katib([{"name": "n_startup_trials", "value": "7"}], multivariate=True)
     assert mv.multivariate and mv.n_startup_trials == 7
@@ -73,8 +73,32 @@ def test_bad_keyword_raises():
     assert kt.TPE(multivariate=True, bandwidth="scott").config()["bandwidth"] == "scott"
     with pytest.raises(ValueError, match="refine_scale"):
         kt.TPE(refine_scale=0.0)
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="'n_refine_candidates' = -1 must be a non-negative integer"):
         kt.TPE(n_refine_candidates=-1)  # not a count
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_candidates'"):
+        kt.TPE(n_candidates=5)  # a GP setting
+    with pytest.raises(TypeError, match="'gamma' must be float"):
+        kt.TPE(gamma="0.2")  # Katib's strings are for from_katib
+
+
+def test_settings_come_from_one_table():
+    schema = {e["name"]: e for e in kt.TPE._settings_schema()}
+    assert list(schema)[:3] == ["n_startup_trials", "n_ei_candidates", "n_refine_candidates"]
+    assert schema["seed"]["aliases"] == ["random_state"] and schema["seed"]["default"] is None
+    assert schema["n_ei_candidates"]["min"] == 1 and schema["gamma"]["above"] == 0
+    assert schema["gamma_rule"]["choices"] == ["linear", "sqrt"] and schema["gamma_rule"]["exact"]
+    # Defaults in the table are the struct's: a TPE built without arguments writes exactly them.
+    assert {k: e["default"] for k, e in schema.items()} == {k: v for k, v in kt.TPE().config().items() if k != "type"}
+    assert "n_ei_candidates: int = 24." in kt.TPE.__doc__ and "Also accepted as random_state." in kt.TPE.__doc__
+    # seed and Katib's random_state are one setting.
+    assert kt.TPE(seed=4).config() == kt.TPE(random_state=4).config() == kt.TPE.from_katib({"random_state": "4"}).config()
+    with pytest.raises(ValueError, match="given twice"):
+        kt.TPE.from_katib({"seed": "1", "random_state": "2"})
+    assert kt.TPE.hyperopt(gamma=0.3).config()["gamma_rule"] == "sqrt"
+    # One boolean rule: true/false, 0/1, "true"/"false"/"True"/"False"/"1"/"0"; "yes" is refused, naming the key.
+    assert kt.TPE.from_katib({"multivariate": "True"}).multivariate
+    with pytest.raises(ValueError, match="'multivariate' = \"yes\" is not a boolean"):
+        kt.TPE.from_katib({"multivariate": "yes"})
 
 
 def test_beats_random_on_branin():

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <cstdint>
 #include <limits>
+#include <cstddef>
+#include <utility>
 
 namespace kubetune {
 
@@ -40,6 +42,35 @@ class Rng {
 
 /// splitmix64 finaliser; also used to derive seeds.
 std::uint64_t mix64(std::uint64_t x) noexcept;
+
+/// The golden-ratio increment of splitmix64 (2^64 / phi), the constant of the seed recipes below.
+inline constexpr std::uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ULL;
+
+/// The one seed-derivation rule: the seed of stream `stream_id` of seed `parent`,
+/// mix64(parent) ^ mix64(stream_id * 0xD1B54A32D192ED03 + 0x632BE59BD9B4E019). `Rng(parent, stream_id)` seeds
+/// itself from exactly this value, so a derived seed and the generator of that stream agree, and distinct
+/// (parent, stream_id) pairs give unrelated streams. New code derives seeds only this way (a study's ask k
+/// gets `Rng(seed, k)`; a searcher's private stream `Rng(seed, "name as an integer")`). Two older recipes
+/// stay, verbatim, because saved studies pin their streams: the GP's `random_state` stream
+/// (bayesopt.cpp) and Sobol's scramble key (sobol.cpp).
+std::uint64_t derive_seed(std::uint64_t parent, std::uint64_t stream_id) noexcept;
+
+/// mix64(h ^ v): folds the 64-bit value `v` into the running hash `h` (point hashes, learning-curve keys,
+/// hashed ids). Not a seed rule: hash first, then seed an `Rng` from the hash if draws are needed.
+std::uint64_t hash_combine(std::uint64_t h, std::uint64_t v) noexcept;
+
+/// Fisher-Yates shuffle of [first, last) drawing from `rng`: for i = n-1 down to 1, swap element i with element
+/// rng.below(i + 1). The same permutation for a seed with every standard library (std::shuffle's algorithm is
+/// implementation-defined); it draws exactly n-1 numbers.
+template <class RandomIt>
+void shuffle(RandomIt first, RandomIt last, Rng& rng) {
+  using std::swap;
+  const auto n = static_cast<std::uint64_t>(last - first);
+  for (std::uint64_t i = n; i > 1; --i) {
+    const std::uint64_t j = rng.below(i);
+    if (j != i - 1) swap(first[static_cast<std::ptrdiff_t>(i - 1)], first[static_cast<std::ptrdiff_t>(j)]);
+  }
+}
 
 /// 64-bit FNV-1a of `s`, continuing from `h` (the FNV offset basis by default): a stable hash of text, the same
 /// on every platform (file digests, Katib fingerprints and seeds).

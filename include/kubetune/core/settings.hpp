@@ -1,11 +1,13 @@
 // Config-setting parsers shared by every searcher: numbers, integers and booleans given as JSON values or as
 // Katib's strings ("10", "0.5", "true"), unknown-key checks and alias lookup. Errors name the setting.
+// Searcher and pruner configs declare their settings in tables (config_fields.hpp) built on these parsers.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -77,8 +79,9 @@ inline std::uint64_t uinteger(const nlohmann::json& v, const std::string& key) {
   return static_cast<std::uint64_t>(d);
 }
 
-/// Boolean from true/false, 0/1 or "true"/"false"/"1"/"0".
-inline bool boolean(const nlohmann::json& v, const std::string& key) {
+/// The one boolean rule of every setting (JSON and Katib strings alike): true/false, the integers 0/1, and the
+/// strings "true"/"false"/"True"/"False"/"1"/"0". Anything else ("yes", 2, 1.0) is no boolean: nullopt.
+inline std::optional<bool> parse_boolean(const nlohmann::json& v) {
   if (v.is_boolean()) return v.get<bool>();
   if (v.is_number_integer() && (v.get<std::int64_t>() == 0 || v.get<std::int64_t>() == 1))
     return v.get<std::int64_t>() == 1;
@@ -87,7 +90,14 @@ inline bool boolean(const nlohmann::json& v, const std::string& key) {
     if (s == "true" || s == "True" || s == "1") return true;
     if (s == "false" || s == "False" || s == "0") return false;
   }
-  KT_THROW(InvalidArgument, "setting '", key, "': expected a boolean, got ", json_summary(v));
+  return std::nullopt;
+}
+
+/// Boolean by parse_boolean's rule; otherwise InvalidArgument naming the setting.
+inline bool boolean(const nlohmann::json& v, const std::string& key) {
+  if (auto b = parse_boolean(v)) return *b;
+  KT_THROW(InvalidArgument, "setting '", key, "': expected a boolean (true/false, 0/1, \"true\"/\"false\"), got ",
+           json_summary(v));
 }
 
 inline std::string string(const nlohmann::json& v, const std::string& key) {

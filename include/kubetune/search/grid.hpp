@@ -40,6 +40,8 @@ class GridSearch final : public Searcher {
   GridSearch() = default;
   explicit GridSearch(Config c) : cfg_(std::move(c)) {}
   static std::unique_ptr<Searcher> from_json(const nlohmann::json& j);
+  /// The settings table (declared once in its .cpp) as data: name, type, default, range, aliases, doc.
+  static nlohmann::json settings_schema();
 
   std::string type() const override { return "grid"; }
   nlohmann::json config() const override;

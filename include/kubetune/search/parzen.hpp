@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kubetune/core/normal.hpp"
 #include "kubetune/core/rng.hpp"
 
 namespace kubetune::search {
@@ -138,13 +139,12 @@ class ParzenEstimator {
   std::vector<std::pair<double, std::size_t>> pairs_;
 };
 
-/// Standard normal CDF and its logarithm (accurate far into the lower tail).
-double normal_cdf(double x) noexcept;
-double log_normal_cdf(double x) noexcept;
+/// The estimator's names for the shared normal maths (kubetune/core/normal.hpp).
+inline double normal_cdf(double x) noexcept { return ::kubetune::normal::cdf(x); }
+inline double log_normal_cdf(double x) noexcept { return ::kubetune::normal::log_cdf(x); }
 /// log(Phi(b) - Phi(a)) for a < b, accurate in both tails.
-double log_normal_cdf_diff(double a, double b) noexcept;
-/// Inverse standard normal CDF (Acklam's rational approximation refined by one Halley step).
-double normal_quantile(double p) noexcept;
+inline double log_normal_cdf_diff(double a, double b) noexcept { return ::kubetune::normal::log_cdf_diff(a, b); }
+inline double normal_quantile(double p) noexcept { return ::kubetune::normal::quantile(p); }
 /// Draw from N(mu, sigma^2) truncated to [low, high] by inversion.
 double sample_truncated_normal(Rng& rng, double mu, double sigma, double low, double high) noexcept;
 /// A standard normal by the ziggurat method (Marsaglia & Tsang 2000; 128 layers): about one 64-bit draw each.

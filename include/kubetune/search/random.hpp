@@ -16,6 +16,8 @@ class RandomSearch final : public Searcher {
   RandomSearch() = default;
   explicit RandomSearch(Config c) : cfg_(c) {}
   static std::unique_ptr<Searcher> from_json(const nlohmann::json& j);
+  /// The settings table (declared once in its .cpp) as data: name, type, default, range, aliases, doc.
+  static nlohmann::json settings_schema();
 
   std::string type() const override { return "random"; }
   nlohmann::json config() const override;

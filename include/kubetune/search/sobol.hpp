@@ -73,6 +73,8 @@ class Sobol final : public Searcher {
   Sobol() = default;
   explicit Sobol(Config c) : cfg_(c) {}
   static std::unique_ptr<Searcher> from_json(const nlohmann::json& j);
+  /// The settings table (declared once in its .cpp) as data: name, type, default, range, aliases, doc.
+  static nlohmann::json settings_schema();
 
   std::string type() const override { return "sobol"; }
   nlohmann::json config() const override;

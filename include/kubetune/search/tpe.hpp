@@ -54,8 +54,8 @@ struct TPEConfig {
   bool group = true;
   /// Running / enqueued trials (and earlier points of the same batch) join g(x) as bad observations.
   bool constant_liar = true;
-  /// Katib's random_state: when set, mixed into each ask's random stream (results still depend on the
-  /// study seed too, so a study stays reproducible).
+  /// Setting "seed" (Katib's random_state, accepted as an alias): when set, mixed into each ask's random stream
+  /// (results still depend on the study seed too, so a study stays reproducible).
   std::optional<std::uint64_t> random_state;
   /// Threads for candidate scoring (<= 0: hardware threads); results do not depend on it.
   int n_threads = 1;
@@ -69,11 +69,14 @@ struct TPEConfig {
   /// Throws InvalidArgument naming the first bad field.
   void validate() const;
 
-  /// {"type": "tpe", ...}; from_json accepts kubetune names, Katib's / hyperopt's setting names
-  /// (n_startup_trials / n_startup_jobs, n_ei_candidates / n_EI_candidates, random_state, gamma,
-  /// prior_weight) and "preset": "optuna" | "hyperopt". Values may be JSON strings ("10", "true").
+  /// {"type": "tpe", ...}: every setting is declared once in src/search/tpe/config.cpp's table. from_json accepts
+  /// the kubetune names, Katib's / hyperopt's aliases (n_startup_jobs, n_EI_candidates, random_state for seed,
+  /// linear_forgetting) and "preset": "optuna" | "hyperopt" (the preset first, then the other keys). Values may be
+  /// Katib's strings ("10", "true"); unknown keys and out-of-range values throw InvalidArgument naming them.
   nlohmann::json to_json() const;
   static TPEConfig from_json(const nlohmann::json& j);
+  /// The settings table as data (name, type, default, range, aliases, doc) for the bindings and stubs.
+  static nlohmann::json settings_schema();
 };
 
 /// Optuna's default_weights(n) / hyperopt's linear forgetting: writes n weights, oldest first.

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/normal.hpp"
 
 namespace kubetune::sched::autoscale {
 
@@ -40,8 +41,6 @@ bool meets(std::int64_t c, double a, double s, const LatencySlo& slo, double b) 
   }
   return tail <= 1.0 - slo.quantile + 1e-15;
 }
-double norm_pdf(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI); }
-double norm_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 }  // namespace
 
 double erlang_b(std::int64_t servers, double load) {
@@ -143,7 +142,7 @@ std::int64_t sqrt_staffing(double load, double beta) {
 
 double halfin_whitt_delay_probability(double beta) {
   KT_CHECK(std::isfinite(beta) && beta > 0, InvalidArgument, "beta = ", beta, " must be > 0");
-  return 1.0 / (1.0 + beta * norm_cdf(beta) / norm_pdf(beta));
+  return 1.0 / (1.0 + beta * normal::cdf(beta) / normal::pdf(beta));
 }
 
 double halfin_whitt_beta(double p_wait) {

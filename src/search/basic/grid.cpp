@@ -9,7 +9,7 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/rng.hpp"
-#include "settings.hpp"
+#include "kubetune/core/config_fields.hpp"
 
 namespace kubetune::search {
 namespace {
@@ -284,54 +284,43 @@ std::uint64_t checked_size(const SearchSpace& space, const GridSearch::Config& c
 }
 }  // namespace
 
+namespace {
+const settings::Fields<GridSearch::Config>& grid_table() {
+  using C = GridSearch::Config;
+  static const settings::Fields<C> t =
+      settings::Fields<C>("grid")
+          .field<&C::default_points>("default_points",
+                                     "Evenly spaced values for every continuous double without a step (0: an error).")
+          .field<&C::points>("points", "Per-parameter number of values for continuous doubles, {name: n}.")
+          .field<&C::steps>("steps", "Per-parameter linear step for continuous doubles, {name: step}.")
+          .field<&C::max_grid_size>("max_grid_size", "Largest grid accepted when the study is created.")
+          .at_least(1)
+          .field<&C::shuffle>("shuffle", "Visit the grid in a seeded, spread-out order.")
+          .field<&C::seed>("seed", "Seed of the shuffled order.")
+          // Katib (Optuna's GridSampler): a seed means a shuffled order, so the alias also sets shuffle.
+          .extra("random_state");
+  return t;
+}
+}  // namespace
+
 std::unique_ptr<Searcher> GridSearch::from_json(const nlohmann::json& j) {
   KT_CHECK(j.is_object(), InvalidArgument, "grid config must be a JSON object, got ", j.dump());
-  Config c;
-  for (const auto& [key, v] : j.items()) {
-    if (key == "type") {
-      KT_CHECK(v.is_string() && v.get<std::string>() == "grid", InvalidArgument, "grid config: type is ", v.dump());
-    } else if (key == "default_points") {
-      c.default_points = detail::setting_uint(v, key);
-    } else if (key == "points") {
-      KT_CHECK(v.is_object(), InvalidArgument, "setting 'points' must map parameter names to counts, got ",
-               v.dump());
-      for (const auto& [name, n] : v.items()) {
-        std::uint64_t k = detail::setting_uint(n, "points." + name);
-        KT_CHECK(k >= 1, InvalidArgument, "setting 'points.", name, "' = 0 must be >= 1");
-        c.points[name] = k;
-      }
-    } else if (key == "steps") {
-      KT_CHECK(v.is_object(), InvalidArgument, "setting 'steps' must map parameter names to steps, got ", v.dump());
-      for (const auto& [name, s] : v.items()) {
-        double st = detail::setting_number(s, "steps." + name);
-        KT_CHECK(st > 0 && std::isfinite(st), InvalidArgument, "setting 'steps.", name, "' = ", st, " must be > 0");
-        c.steps[name] = st;
-      }
-    } else if (key == "max_grid_size") {
-      c.max_grid_size = detail::setting_uint(v, key);
-      KT_CHECK(c.max_grid_size >= 1, InvalidArgument, "setting 'max_grid_size' must be >= 1");
-    } else if (key == "shuffle") {
-      c.shuffle = detail::setting_bool(v, key);
-    } else if (key == "seed") {
-      c.seed = detail::setting_uint(v, key);
-    } else if (key == "random_state") {  // Katib (Optuna GridSampler): a seed means a shuffled order
-      c.seed = detail::setting_uint(v, key);
-      c.shuffle = true;
-    } else {
-      KT_THROW(InvalidArgument, "grid: unknown setting '", key,
-               "' (known: default_points, points, steps, max_grid_size, shuffle, seed, random_state)");
-    }
+  KT_CHECK(!j.contains("type") || j["type"] == "grid", InvalidArgument, "grid config: type is ", j["type"].dump());
+  Config c = grid_table().from_json(j);
+  if (j.contains("random_state")) {
+    KT_CHECK(!j.contains("seed"), InvalidArgument, "grid: setting 'seed' is given twice (as 'seed' and 'random_state')");
+    c.seed = grid_table().from_json({{"seed", j["random_state"]}}).seed;
+    c.shuffle = true;
   }
   return std::make_unique<GridSearch>(c);
 }
 
+nlohmann::json GridSearch::settings_schema() { return grid_table().schema(); }
+
 nlohmann::json GridSearch::config() const {
-  nlohmann::json pts = nlohmann::json::object(), steps = nlohmann::json::object();
-  for (const auto& [k, v] : cfg_.points) pts[k] = v;
-  for (const auto& [k, v] : cfg_.steps) steps[k] = v;
-  return {{"type", "grid"},       {"default_points", cfg_.default_points}, {"points", pts},
-          {"steps", steps},       {"max_grid_size", cfg_.max_grid_size},   {"shuffle", cfg_.shuffle},
-          {"seed", cfg_.seed}};
+  nlohmann::json j = grid_table().to_json(cfg_);
+  j["type"] = "grid";
+  return j;
 }
 
 std::vector<std::vector<double>> GridSearch::axes(const SearchSpace& space) const {

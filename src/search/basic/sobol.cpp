@@ -7,7 +7,7 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/rng.hpp"
-#include "settings.hpp"
+#include "kubetune/core/config_fields.hpp"
 
 namespace kubetune::search {
 namespace {
@@ -124,29 +124,32 @@ void SobolSequence::point(std::uint64_t index, double* out) const {
 
 // ------------------------------------------------------------------------------------------- searcher
 
+namespace {
+const settings::Fields<Sobol::Config>& sobol_table() {
+  using C = Sobol::Config;
+  static const settings::Fields<C> t =
+      settings::Fields<C>("sobol")
+          .field<&C::seed>("seed", "Seed of the scramble (mixed with the study's seed).")
+          .alias("random_state")
+          .field<&C::scramble>("scramble", "Linear matrix scramble plus digital shift (off: the plain sequence).")
+          .field<&C::skip>("skip", "Index of the first point.")
+          .below(static_cast<double>(std::uint64_t{1} << 40));
+  return t;
+}
+}  // namespace
+
 std::unique_ptr<Searcher> Sobol::from_json(const nlohmann::json& j) {
   KT_CHECK(j.is_object(), InvalidArgument, "sobol config must be a JSON object, got ", j.dump());
-  Config c;
-  for (const auto& [key, v] : j.items()) {
-    if (key == "type") {
-      KT_CHECK(v.is_string() && v.get<std::string>() == "sobol", InvalidArgument, "sobol config: type is ",
-               v.dump());
-    } else if (key == "seed" || key == "random_state") {
-      c.seed = detail::setting_uint(v, key);
-    } else if (key == "scramble") {
-      c.scramble = detail::setting_bool(v, key);
-    } else if (key == "skip") {
-      c.skip = detail::setting_uint(v, key);
-      KT_CHECK(c.skip < (std::uint64_t{1} << 40), InvalidArgument, "setting 'skip' = ", c.skip, " is too large");
-    } else {
-      KT_THROW(InvalidArgument, "sobol: unknown setting '", key, "' (known: seed, random_state, scramble, skip)");
-    }
-  }
-  return std::make_unique<Sobol>(c);
+  KT_CHECK(!j.contains("type") || j["type"] == "sobol", InvalidArgument, "sobol config: type is ", j["type"].dump());
+  return std::make_unique<Sobol>(sobol_table().from_json(j));
 }
 
+nlohmann::json Sobol::settings_schema() { return sobol_table().schema(); }
+
 nlohmann::json Sobol::config() const {
-  return {{"type", "sobol"}, {"seed", cfg_.seed}, {"scramble", cfg_.scramble}, {"skip", cfg_.skip}};
+  nlohmann::json j = sobol_table().to_json(cfg_);
+  j["type"] = "sobol";
+  return j;
 }
 
 void Sobol::check_space(const SearchSpace& space) const {
@@ -166,7 +169,8 @@ std::vector<Suggestion> Sobol::ask(const SearchContext& ctx, std::size_t n) {
   if (n == 0) return out;
   out.reserve(n);
   // The scramble depends on the searcher's seed and the study's seed (study seed 0 leaves it unchanged).
-  SobolSequence seq(ctx.space.size(), cfg_.scramble, cfg_.seed ^ (ctx.study_seed * 0x9E3779B97F4A7C15ULL));
+  // The key predates derive_seed (core/rng.hpp) and stays as it is: saved studies pin the scrambled sequence.
+  SobolSequence seq(ctx.space.size(), cfg_.scramble, cfg_.seed ^ (ctx.study_seed * kGoldenGamma));
   seq.seek(next);
   std::vector<double> u(ctx.space.size());
   for (std::size_t i = 0; i < n; ++i) {

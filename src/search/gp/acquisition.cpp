@@ -6,22 +6,9 @@
 #include <cmath>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/normal.hpp"
 
 namespace kubetune::search::gp {
-namespace {
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-constexpr double kHalfLog2Pi = 0.91893853320467274178;
-constexpr double kInvSqrt2 = 0.70710678118654752440;
-
-// c(t) with Mills' ratio Q(t)/phi(t) = 1 / (t + c(t)): tail of Laplace's continued fraction
-// 1/(t + 1/(t + 2/(t + 3/(t + ...)))), evaluated bottom-up. Accurate for t >= 3 with these depths.
-double mills_tail(double t) noexcept {
-  int depth = t < 4 ? 240 : t < 6 ? 120 : t < 10 ? 60 : t < 30 ? 30 : 12;
-  double a = 0.0;
-  for (int k = depth; k >= 2; --k) a = static_cast<double>(k) / (t + a);
-  return 1.0 / (t + a);
-}
-}  // namespace
 
 std::string to_string(AcqType a) {
   switch (a) {
@@ -45,33 +32,23 @@ AcqType acq_from_string(const std::string& s) {
   KT_THROW(InvalidArgument, "acq_func '", s, "' is not one of logei, ei, pi, ucb/lcb, gp_hedge");
 }
 
-double norm_pdf(double z) noexcept { return kInvSqrt2Pi * std::exp(-0.5 * z * z); }
-double norm_cdf(double z) noexcept { return 0.5 * std::erfc(-z * kInvSqrt2); }
-
-double log_norm_cdf(double z) noexcept {
-  if (z > 5.0) return std::log1p(-0.5 * std::erfc(z * kInvSqrt2));
-  if (z > -5.0) return std::log(norm_cdf(z));
-  double t = -z;  // Phi(-t) = phi(t) / (t + c(t))
-  return -0.5 * t * t - kHalfLog2Pi - std::log(t + mills_tail(t));
-}
-
 double log_h(double z, double* dlogh) noexcept {
   if (z > -3.0) {
-    double cdf = norm_cdf(z);
-    double h = norm_pdf(z) + z * cdf;
+    double cdf = normal::cdf(z);
+    double h = normal::pdf(z) + z * cdf;
     if (dlogh) *dlogh = cdf / h;  // h'(z) = Phi(z)
     return std::log(h);
   }
   double t = -z;
-  double c = mills_tail(t);
+  double c = normal::mills_tail(t);  // Q(t) / phi(t) = 1 / (t + c)
   // h(-t) = phi(t) - t Q(t) = phi(t) (1 - t / (t + c)) = phi(t) c / (t + c); Phi(-t) / h(-t) = 1 / c.
   if (dlogh) *dlogh = 1.0 / c;
-  return -0.5 * t * t - kHalfLog2Pi + std::log(c) - std::log(t + c);
+  return -0.5 * t * t - normal::kLogSqrt2Pi + std::log(c) - std::log(t + c);
 }
 
 double expected_improvement(double mu, double sd, double best, double xi) noexcept {
   double z = (best - xi - mu) / sd;
-  return sd * (norm_pdf(z) + z * norm_cdf(z));
+  return sd * (normal::pdf(z) + z * normal::cdf(z));
 }
 
 double log_expected_improvement(double mu, double sd, double best, double xi) noexcept {
@@ -79,7 +56,7 @@ double log_expected_improvement(double mu, double sd, double best, double xi) no
 }
 
 double log_probability_of_improvement(double mu, double sd, double best, double xi) noexcept {
-  return log_norm_cdf((best - xi - mu) / sd);
+  return normal::log_cdf((best - xi - mu) / sd);
 }
 
 double upper_confidence_bound(double mu, double sd, double kappa) noexcept { return -(mu - kappa * sd); }
@@ -98,15 +75,15 @@ double acquisition(AcqType a, double mu, double var, double best, double xi, dou
       break;
     }
     case AcqType::EI: {
-      double pdf = norm_pdf(z), cdf = norm_cdf(z);
+      double pdf = normal::pdf(z), cdf = normal::cdf(z);
       val = sd * (pdf + z * cdf);
       dv_dmu = -cdf;
       dv_dsd = pdf;
       break;
     }
     case AcqType::PI: {
-      val = log_norm_cdf(z);
-      double ratio = z > -5.0 ? norm_pdf(z) / norm_cdf(z) : -z + mills_tail(-z);  // phi / Phi
+      val = normal::log_cdf(z);
+      double ratio = z > -5.0 ? normal::pdf(z) / normal::cdf(z) : -z + normal::mills_tail(-z);  // phi / Phi
       dv_dmu = -ratio / sd;
       dv_dsd = -ratio * z / sd;
       break;

@@ -15,13 +15,14 @@
 #include <mutex>
 #include <numeric>
 #include <queue>
-#include <set>
 #include <stdexcept>
 
 #include <LBFGSB.h>
 
+#include "kubetune/core/config_fields.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/parallel.hpp"
+#include "kubetune/core/point_set.hpp"
 
 namespace kubetune::search::gp {
 namespace {
@@ -37,49 +38,6 @@ const AcqType kHedge[kHedgeSize] = {AcqType::LogEI, AcqType::PI, AcqType::UCB};
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-// ---- JSON helpers accepting Katib's strings ("10") as well as numbers.
-std::string get_string(const nlohmann::json& v, const std::string& key) {
-  if (v.is_string()) return v.get<std::string>();
-  KT_THROW(InvalidArgument, "gp setting '", key, "' = ", v.dump(), " must be a string");
-}
-double get_double(const nlohmann::json& v, const std::string& key) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    try {
-      std::size_t pos = 0;
-      double d = std::stod(s, &pos);
-      if (pos == s.size()) return d;
-    } catch (const std::exception&) {
-    }
-  }
-  KT_THROW(InvalidArgument, "gp setting '", key, "' = ", v.dump(), " must be a number");
-}
-long long get_int(const nlohmann::json& v, const std::string& key) {
-  double d = get_double(v, key);
-  KT_CHECK(std::floor(d) == d && std::abs(d) < 9e15, InvalidArgument, "gp setting '", key, "' = ", v.dump(),
-           " must be an integer");
-  return static_cast<long long>(d);
-}
-bool get_bool(const nlohmann::json& v, const std::string& key) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number_integer()) return v.get<long long>() != 0;
-  if (v.is_string()) {
-    std::string s = lower(v.get<std::string>());
-    if (s == "true" || s == "1" || s == "yes") return true;
-    if (s == "false" || s == "0" || s == "no") return false;
-  }
-  KT_THROW(InvalidArgument, "gp setting '", key, "' = ", v.dump(), " must be a boolean");
-}
-
-// Exact, NaN-safe key of an internal point (for de-duplication).
-std::vector<double> key_of(const std::vector<double>& x) {
-  std::vector<double> k(x);
-  for (double& v : k)
-    if (std::isnan(v)) v = -1e308;
-  return k;
 }
 
 // Internal point <-> GP features: numeric parameters one column (to_unit: log parameters in log space,
@@ -334,7 +292,7 @@ struct Proposer {
   }
 
   // Best new point for acquisition a, avoiding `seen`; nullopt when every candidate is a repeat.
-  std::optional<Candidate> propose(AcqType a, double best, const std::set<std::vector<double>>& seen,
+  std::optional<Candidate> propose(AcqType a, double best, const PointSet& seen,
                                    Rng& rng) const {
     const int n_cand = std::max(cfg.n_candidates, 16);
     const int n_local = elite.empty() ? 0 : n_cand / 4;
@@ -383,13 +341,12 @@ struct Proposer {
     PrefixSearch search(gp, cross_buf.data(), var_ub, value, bounded);
     // The best few distinct, unseen candidates, refined below.
     std::vector<Candidate> top;
-    std::set<std::vector<double>> picked;
+    PointSet picked;
     const std::size_t want = static_cast<std::size_t>(std::max(cfg.n_refine, 1));
     while (top.size() < want) {
       const std::optional<std::size_t> c = search.next();
       if (!c) break;
-      auto key = key_of(cands[*c].x);
-      if (seen.count(key) || !picked.insert(std::move(key)).second) continue;
+      if (seen.contains(cands[*c].x) || !picked.insert(cands[*c].x)) continue;
       cands[*c].score = search.score(*c);
       top.push_back(cands[*c]);
     }
@@ -408,20 +365,13 @@ struct Proposer {
     }
     std::optional<Candidate> out;
     for (auto& t : top)
-      if (!seen.count(key_of(t.x)) && (!out || t.score > out->score)) out = t;
+      if (!seen.contains(t.x) && (!out || t.score > out->score)) out = t;
     return out ? out : raw_best;  // every refined point was a repeat: the best unseen raw candidate
   }
 };
 
-// Random point from the priors not in `seen` (a few tries; nullopt if the space looks exhausted).
-std::optional<std::vector<double>> random_unseen(const SearchSpace& space, const std::set<std::vector<double>>& seen,
-                                                 Rng& rng) {
-  for (int t = 0; t < 200; ++t) {
-    std::vector<double> x = space.sample(rng);
-    if (!seen.count(key_of(x))) return x;
-  }
-  return std::nullopt;
-}
+// Random draws from the priors (sample_unseen) before the space counts as exhausted.
+constexpr int kUnseenTries = 200;
 
 }  // namespace
 
@@ -457,70 +407,81 @@ struct GPSearcher::Cache {
 
 GPSearcher::GPSearcher() : cache_(std::make_shared<Cache>()) {}
 
-GPSearcher::GPSearcher(GPConfig c) : cfg_(c), cache_(std::make_shared<Cache>()) {
-  KT_CHECK(cfg_.n_initial_points >= 0, InvalidArgument, "n_initial_points = ", cfg_.n_initial_points,
-           " must be >= 0");
-  KT_CHECK(cfg_.n_candidates >= 1, InvalidArgument, "n_candidates = ", cfg_.n_candidates, " must be >= 1");
-  KT_CHECK(cfg_.n_refine >= 0, InvalidArgument, "n_refine = ", cfg_.n_refine, " must be >= 0");
-  KT_CHECK(cfg_.n_hyper_restarts >= 0, InvalidArgument, "n_hyper_restarts = ", cfg_.n_hyper_restarts,
-           " must be >= 0");
-  KT_CHECK(cfg_.max_enumeration >= 1, InvalidArgument, "max_enumeration = ", cfg_.max_enumeration,
-           " must be >= 1");
-  KT_CHECK(cfg_.refit_scale >= 0, InvalidArgument, "refit_scale = ", cfg_.refit_scale, " must be >= 0");
-  KT_CHECK(cfg_.max_fit_points >= 0, InvalidArgument, "max_fit_points = ", cfg_.max_fit_points,
-           " must be >= 0 (0 = no cap)");
-  KT_CHECK(std::isfinite(cfg_.xi) && cfg_.xi >= 0, InvalidArgument, "xi = ", cfg_.xi, " must be >= 0");
-  KT_CHECK(std::isfinite(cfg_.kappa) && cfg_.kappa >= 0, InvalidArgument, "kappa = ", cfg_.kappa,
-           " must be >= 0");
+namespace {
+// Every GP setting, once: JSON (kubetune and Katib/skopt names), validation, Python keywords, stubs.
+const settings::Fields<GPConfig>& table() {
+  static const settings::Fields<GPConfig> t =
+      settings::Fields<GPConfig>("gp")
+          .choice<&GPConfig::kernel, &kernel_from_string>(
+              "kernel", {to_string(KernelType::Matern52), to_string(KernelType::RBF)}, "Covariance kernel (ARD).")
+          .choice<&GPConfig::acq, &acq_from_string>(
+              "acq_func",
+              {to_string(AcqType::LogEI), to_string(AcqType::EI), to_string(AcqType::PI), to_string(AcqType::UCB),
+               to_string(AcqType::Hedge)},
+              "Acquisition function (Katib/skopt spellings EI, PI, LCB, gp_hedge accepted).")
+          .alias("acquisition")
+          .field<&GPConfig::n_initial_points>("n_initial_points", "Random points before the model is used.")
+          .alias("n_startup_trials")
+          .at_least(0)
+          .field<&GPConfig::xi>("xi", "EI / PI improvement margin.")
+          .at_least(0)
+          .field<&GPConfig::kappa>("kappa", "LCB width.")
+          .at_least(0)
+          .field<&GPConfig::n_candidates>("n_candidates", "Random + local candidates scored per proposal.")
+          .at_least(1)
+          .field<&GPConfig::n_refine>("n_refine", "Best candidates refined by L-BFGS-B (0 = sampling only).")
+          .at_least(0)
+          .choice<&GPConfig::prior, &hyper_prior_from_string>(
+              "prior", {to_string(HyperPrior::None), to_string(HyperPrior::Optuna)}, "Prior on the hyperparameters.")
+          .field<&GPConfig::n_hyper_restarts>("n_hyper_restarts", "Random restarts of the likelihood fit.")
+          .at_least(0)
+          .field<&GPConfig::warm_start>("warm_start", "Start the fit from the hyperparameters of the last GP trial.")
+          .field<&GPConfig::deterministic>("deterministic", "Noise-free objective: noise fixed to a 1e-6 nugget.")
+          .alias("deterministic_objective")
+          .choice<&GPConfig::fantasy, &fantasy_from_string>(
+              "fantasy",
+              {to_string(Fantasy::Believer), to_string(Fantasy::LiarMin), to_string(Fantasy::LiarMean),
+               to_string(Fantasy::LiarMax)},
+              "How running trials and earlier batch members are fantasised.")
+          .field<&GPConfig::max_enumeration>("max_enumeration", "Categorical combinations enumerated exactly up to this count.")
+          .at_least(1)
+          .field<&GPConfig::max_fit_points>("max_fit_points", "Hyperparameters fitted on at most this many points (0 = no cap).")
+          .at_least(0)
+          .field<&GPConfig::refit_scale>("refit_scale", "Refit when the history grew by n_fit / refit_scale (0 = every ask).")
+          .at_least(0)
+          .field<&GPConfig::threads>("n_threads", "Threads over candidates (<= 0: all).")
+          .deprecated("threads")
+          .field<&GPConfig::random_state>("seed", "Extra seed mixed into the study's stream (None: the study's alone).")
+          .alias("random_state")
+          .extra("algorithm_name")
+          .extra("base_estimator")
+          .extra("acq_optimizer");
+  return t;
 }
+}  // namespace
+
+GPSearcher::GPSearcher(GPConfig c) : cfg_(c), cache_(std::make_shared<Cache>()) { table().check(cfg_); }
+
+nlohmann::json GPSearcher::settings_schema() { return table().schema(); }
 
 GPConfig GPSearcher::config_from_json(const nlohmann::json& j) {
   KT_CHECK(j.is_object(), InvalidArgument, "gp config must be a JSON object, got ", j.dump());
   GPConfig c;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& k = it.key();
-    const nlohmann::json& v = it.value();
-    if (k == "type" || k == "algorithm_name") continue;
-    if (k == "kernel") c.kernel = kernel_from_string(get_string(v, k));
-    else if (k == "acq_func" || k == "acquisition") c.acq = acq_from_string(get_string(v, k));
-    else if (k == "n_initial_points" || k == "n_startup_trials") c.n_initial_points = static_cast<int>(get_int(v, k));
-    else if (k == "xi") c.xi = get_double(v, k);
-    else if (k == "kappa") c.kappa = get_double(v, k);
-    else if (k == "n_candidates") c.n_candidates = static_cast<int>(get_int(v, k));
-    else if (k == "n_refine") c.n_refine = static_cast<int>(get_int(v, k));
-    else if (k == "prior") c.prior = hyper_prior_from_string(get_string(v, k));
-    else if (k == "n_hyper_restarts") c.n_hyper_restarts = static_cast<int>(get_int(v, k));
-    else if (k == "warm_start") c.warm_start = get_bool(v, k);
-    else if (k == "deterministic" || k == "deterministic_objective") c.deterministic = get_bool(v, k);
-    else if (k == "fantasy") c.fantasy = fantasy_from_string(get_string(v, k));
-    else if (k == "max_enumeration") c.max_enumeration = static_cast<int>(get_int(v, k));
-    else if (k == "max_fit_points") c.max_fit_points = static_cast<int>(get_int(v, k));
-    else if (k == "refit_scale") c.refit_scale = static_cast<int>(get_int(v, k));
-    else if (k == "threads" || k == "n_threads") c.threads = static_cast<int>(get_int(v, k));
-    else if (k == "random_state") {
-      if (v.is_null()) c.random_state.reset();
-      else {
-        long long r = get_int(v, k);
-        KT_CHECK(r >= 0, InvalidArgument, "gp setting 'random_state' = ", r, " must be >= 0");
-        c.random_state = static_cast<std::uint64_t>(r);
-      }
-    } else if (k == "base_estimator") {
-      std::string b = get_string(v, k);
-      KT_CHECK(lower(b) == "gp", InvalidArgument, "gp setting 'base_estimator' = '", b,
-               "' is not supported (only \"GP\"; use \"tpe\" for tree-structured models)");
-    } else if (k == "acq_optimizer") {
-      std::string o = lower(get_string(v, k));
-      if (o == "sampling") c.n_refine = 0;
-      else if (o == "lbfgs" || o == "auto") {
-        if (c.n_refine == 0) c.n_refine = GPConfig{}.n_refine;
-      } else {
-        KT_THROW(InvalidArgument, "gp setting 'acq_optimizer' = '", o, "' is not one of auto, sampling, lbfgs");
-      }
-    } else {
-      KT_THROW(InvalidArgument, "unknown gp setting '", k, "'");
-    }
+  // Katib's skopt settings that are no GPConfig field ("algorithm_name" is ignored).
+  if (auto it = j.find("base_estimator"); it != j.end()) {
+    KT_CHECK(it->is_string(), InvalidArgument, "gp: setting 'base_estimator' = ", it->dump(), " must be a string");
+    const std::string b = it->get<std::string>();
+    KT_CHECK(lower(b) == "gp", InvalidArgument, "gp: setting 'base_estimator' = '", b,
+             "' is not supported (only \"GP\"; use \"tpe\" for tree-structured models)");
   }
-  return c;
+  if (auto it = j.find("acq_optimizer"); it != j.end()) {
+    KT_CHECK(it->is_string(), InvalidArgument, "gp: setting 'acq_optimizer' = ", it->dump(), " must be a string");
+    const std::string o = lower(it->get<std::string>());
+    KT_CHECK(o == "sampling" || o == "lbfgs" || o == "auto", InvalidArgument, "gp: setting 'acq_optimizer' = '", o,
+             "' is not one of auto, sampling, lbfgs");
+    if (o == "sampling") c.n_refine = 0;  // an explicit n_refine still wins
+  }
+  return table().from_json(j, c);
 }
 
 std::unique_ptr<Searcher> GPSearcher::from_json(const nlohmann::json& j) {
@@ -528,24 +489,8 @@ std::unique_ptr<Searcher> GPSearcher::from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json GPSearcher::config() const {
-  nlohmann::json j = {{"type", "gp"},
-                      {"kernel", to_string(cfg_.kernel)},
-                      {"acq_func", to_string(cfg_.acq)},
-                      {"n_initial_points", cfg_.n_initial_points},
-                      {"xi", cfg_.xi},
-                      {"kappa", cfg_.kappa},
-                      {"n_candidates", cfg_.n_candidates},
-                      {"n_refine", cfg_.n_refine},
-                      {"prior", to_string(cfg_.prior)},
-                      {"n_hyper_restarts", cfg_.n_hyper_restarts},
-                      {"warm_start", cfg_.warm_start},
-                      {"deterministic", cfg_.deterministic},
-                      {"fantasy", to_string(cfg_.fantasy)},
-                      {"max_enumeration", cfg_.max_enumeration},
-                      {"max_fit_points", cfg_.max_fit_points},
-                      {"refit_scale", cfg_.refit_scale},
-                      {"threads", cfg_.threads}};
-  if (cfg_.random_state) j["random_state"] = *cfg_.random_state;
+  nlohmann::json j = table().to_json(cfg_);
+  j["type"] = "gp";
   return j;
 }
 
@@ -556,7 +501,8 @@ void GPSearcher::check_space(const SearchSpace& space) const {
 std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n) {
   const SearchSpace& space = ctx.space;
   check_space(space);
-  Rng local(cfg_.random_state ? mix64(ctx.rng.next_u64() ^ mix64(*cfg_.random_state + 0x9E3779B97F4A7C15ULL)) : 0);
+  // random_state's stream predates derive_seed (core/rng.hpp); saved studies pin it, so it stays as it is.
+  Rng local(cfg_.random_state ? hash_combine(ctx.rng.next_u64(), mix64(*cfg_.random_state + kGoldenGamma)) : 0);
   Rng& rng = cfg_.random_state ? local : ctx.rng;
   const int threads = core::resolve_threads(cfg_.threads);
   Encoder enc(space);
@@ -564,11 +510,11 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
   // History: complete trials with a finite loss are data; running/pending ones are fantasised.
   std::vector<const Trial*> done, pending;
   std::vector<double> losses;
-  std::set<std::vector<double>> seen;
+  PointSet seen;
   const Trial* last_fit = nullptr;
   for (const Trial& t : ctx.trials) {
     if (t.x.size() != space.size()) continue;
-    if (t.state != TrialState::Failed) seen.insert(key_of(t.x));
+    if (t.state != TrialState::Failed) seen.insert(t.x);
     if (t.state == TrialState::Complete) {
       double l = ctx.loss(t);
       if (std::isfinite(l)) {
@@ -589,9 +535,9 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
   // Initial design: random points from the priors.
   const std::size_t n_used = done.size() + pending.size();
   while (out.size() < n && (n_used + out.size() < static_cast<std::size_t>(cfg_.n_initial_points) || done.size() < 2)) {
-    auto x = random_unseen(space, seen, rng);
+    auto x = sample_unseen(space, seen, rng, kUnseenTries);
     if (!x) return out;
-    seen.insert(key_of(*x));
+    seen.insert(*x);
     out.push_back({std::move(*x), {}});
   }
   if (out.size() >= n) return out;
@@ -769,7 +715,7 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
       s.x = pick->x;
       s.attrs["gp_acq_value"] = std::isfinite(pick->score) ? pick->score : -1e300;
     } else {
-      auto x = random_unseen(space, seen, rng);
+      auto x = sample_unseen(space, seen, rng, kUnseenTries);
       if (!x) break;
       s.x = std::move(*x);
     }
@@ -780,7 +726,7 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
       s.attrs["gp_acq"] = acq_index;
       for (int a = 0; a < kHedgeSize; ++a) s.attrs["gp_hedge_gain_" + std::to_string(a)] = gains[a];
     }
-    seen.insert(key_of(s.x));
+    seen.insert(s.x);
     if (out.size() + 1 < n) fantasise(s.x);  // the last point of the batch conditions nothing
     if (cfg_.fantasy == Fantasy::LiarMin) best = std::min(best, loss_min);
     out.push_back(std::move(s));

@@ -28,21 +28,54 @@ bool rung_value(const Trial& t, double budget, double* v) {
   return true;
 }
 
-ASHARungs parse_rungs(const nlohmann::json& j, ASHARungs r) {
-  if (auto* v = md::find(j, {"min_resource", "r_min"})) r.min_resource = md::number(*v, "min_resource");
-  if (auto* v = md::find(j, {"max_resource", "r_l", "R"})) r.max_resource = md::number(*v, "max_resource");
-  if (auto* v = md::find(j, {"eta", "reduction_factor"})) r.eta = md::integer_as<int>(*v, "eta");
-  if (auto* v = md::find(j, {"min_early_stopping_rate", "s"}))
-    r.min_early_stopping_rate = md::integer_as<int>(*v, "min_early_stopping_rate");
-  return r;
+// The rung settings, shared by the ASHA pruner, the ASHA searcher (nested) and named after their owner.
+settings::Fields<ASHARungs> rung_fields(const std::string& what) {
+  return settings::Fields<ASHARungs>(what)
+      .field<&ASHARungs::min_resource>("min_resource", "Budget of the first rung (before eta^min_early_stopping_rate).")
+      .alias("r_min")
+      .field<&ASHARungs::max_resource>("max_resource", "Rungs at or above this budget are not checked (0 = no bound).")
+      .alias("r_l")
+      .alias("R")
+      .field<&ASHARungs::eta>("eta", "Reduction factor: the best 1/eta of a rung continue.")
+      .alias("reduction_factor")
+      .field<&ASHARungs::min_early_stopping_rate>("min_early_stopping_rate", "Rungs start at min_resource * eta^s.")
+      .alias("s");
 }
 
-nlohmann::json rungs_json(const ASHARungs& r) {
-  return {{"min_resource", r.min_resource},
-          {"max_resource", r.max_resource},
-          {"eta", r.eta},
-          {"min_early_stopping_rate", r.min_early_stopping_rate}};
+const settings::Fields<ASHARungs>& pruner_table() {
+  static const settings::Fields<ASHARungs> t = rung_fields("asha pruner");
+  return t;
 }
+
+const settings::Fields<ASHA::Config>& asha_table() {
+  using C = ASHA::Config;
+  static const settings::Fields<C> t =
+      settings::Fields<C>("asha")
+          .nest<&C::rungs>(rung_fields("asha"))
+          .field<&C::resource_name>("resource_name", "Parameter that receives the budget (needed by mode promote).")
+          .choice<&C::promote>("mode", {"prune", "promote"},
+                               "prune: trials run to max_resource and are stopped at rungs; promote: ask promotes.")
+          .field<&C::max_configs>("max_configs", "New configurations at most (0 = unlimited).");
+  return t;
+}
+
+struct HyperbandPrunerFields {
+  using C = HyperbandPruner::Config;
+  static const settings::Fields<C>& table() {
+    static const settings::Fields<C> t =
+        settings::Fields<C>("hyperband pruner")
+            .field<&C::min_resource>("min_resource", "Smallest budget.")
+            .alias("r_min")
+            .field<&C::max_resource>("max_resource", "Largest budget (> 0).")
+            .alias("r_l")
+            .alias("R")
+            .field<&C::eta>("eta", "Reduction factor.")
+            .alias("reduction_factor")
+            .choice<&C::optuna_brackets>("mode", {"exact", "optuna"},
+                                         "Bracket count: exact s_max + 1, or Optuna's float floor(log(max/min)/log(eta)) + 1.");
+    return t;
+  }
+};
 }  // namespace
 
 void ASHARungs::validate(const std::string& who) const {
@@ -72,14 +105,14 @@ std::vector<double> ASHARungs::budgets() const {
 ASHAPruner::ASHAPruner(ASHARungs r) : r_(r) { r_.validate("asha"); }
 
 std::unique_ptr<Pruner> ASHAPruner::from_json(const nlohmann::json& j) {
-  md::check_keys(j, "asha pruner",
-                 {"min_resource", "r_min", "max_resource", "r_l", "R", "eta", "reduction_factor",
-                  "min_early_stopping_rate", "s"});
-  return std::make_unique<ASHAPruner>(parse_rungs(j, ASHARungs{}));
+  KT_CHECK(j.is_object(), InvalidArgument, "asha pruner config must be a JSON object, got ", j.dump());
+  return std::make_unique<ASHAPruner>(pruner_table().from_json(j));
 }
 
+nlohmann::json ASHAPruner::settings_schema() { return pruner_table().schema(); }
+
 nlohmann::json ASHAPruner::config() const {
-  nlohmann::json j = rungs_json(r_);
+  nlohmann::json j = pruner_table().to_json(r_);
   j["type"] = type();
   return j;
 }
@@ -139,31 +172,20 @@ HyperbandPruner::HyperbandPruner(Config c) : cfg_(c) {
 }
 
 std::unique_ptr<Pruner> HyperbandPruner::from_json(const nlohmann::json& j) {
-  md::check_keys(j, "hyperband pruner",
-                 {"min_resource", "r_min", "max_resource", "r_l", "R", "eta", "reduction_factor", "mode"});
-  Config c;
-  if (auto* v = md::find(j, {"min_resource", "r_min"})) c.min_resource = md::number(*v, "min_resource");
-  if (auto* v = md::find(j, {"max_resource", "r_l", "R"})) c.max_resource = md::number(*v, "max_resource");
-  if (auto* v = md::find(j, {"eta", "reduction_factor"})) c.eta = md::integer_as<int>(*v, "eta");
-  if (auto* v = md::find(j, {"mode"})) {
-    std::string m = md::string(*v, "mode");
-    KT_CHECK(m == "exact" || m == "optuna", InvalidArgument, "hyperband pruner: setting 'mode' = '", m,
-             "' must be 'exact' or 'optuna'");
-    c.optuna_brackets = m == "optuna";
-  }
-  return std::make_unique<HyperbandPruner>(c);
+  KT_CHECK(j.is_object(), InvalidArgument, "hyperband pruner config must be a JSON object, got ", j.dump());
+  return std::make_unique<HyperbandPruner>(HyperbandPrunerFields::table().from_json(j));
 }
 
+nlohmann::json HyperbandPruner::settings_schema() { return HyperbandPrunerFields::table().schema(); }
+
 nlohmann::json HyperbandPruner::config() const {
-  return {{"type", type()},
-          {"min_resource", cfg_.min_resource},
-          {"max_resource", cfg_.max_resource},
-          {"eta", cfg_.eta},
-          {"mode", cfg_.optuna_brackets ? "optuna" : "exact"}};
+  nlohmann::json j = HyperbandPrunerFields::table().to_json(cfg_);
+  j["type"] = type();
+  return j;
 }
 
 int HyperbandPruner::bracket_of(std::int64_t trial_id) const {
-  std::uint64_t h = mix64(static_cast<std::uint64_t>(trial_id) ^ 0x68625f7072756e65ULL) % total_;
+  std::uint64_t h = hash_combine(0x68625f7072756e65ULL, static_cast<std::uint64_t>(trial_id)) % total_;  // "hb_prune"
   for (std::size_t i = 0; i < budgets_.size(); ++i) {
     if (h < budgets_[i]) return static_cast<int>(i);
     h -= budgets_[i];
@@ -188,28 +210,15 @@ ASHA::ASHA(Config c) : cfg_(std::move(c)), pruner_(cfg_.rungs) {
 }
 
 std::unique_ptr<Searcher> ASHA::from_json(const nlohmann::json& j) {
-  md::check_keys(j, "asha",
-                 {"min_resource", "r_min", "max_resource", "r_l", "R", "eta", "reduction_factor",
-                  "min_early_stopping_rate", "s", "resource_name", "mode", "max_configs"});
-  Config c;
-  c.rungs = parse_rungs(j, c.rungs);
-  if (auto* v = md::find(j, {"resource_name"})) c.resource_name = md::string(*v, "resource_name");
-  if (auto* v = md::find(j, {"mode"})) {
-    std::string m = md::string(*v, "mode");
-    KT_CHECK(m == "prune" || m == "promote", InvalidArgument, "asha: setting 'mode' = '", m,
-             "' must be 'prune' or 'promote'");
-    c.promote = m == "promote";
-  }
-  if (auto* v = md::find(j, {"max_configs"})) c.max_configs = md::integer(*v, "max_configs");
-  return std::make_unique<ASHA>(c);
+  KT_CHECK(j.is_object(), InvalidArgument, "asha config must be a JSON object, got ", j.dump());
+  return std::make_unique<ASHA>(asha_table().from_json(j));
 }
 
+nlohmann::json ASHA::settings_schema() { return asha_table().schema(); }
+
 nlohmann::json ASHA::config() const {
-  nlohmann::json j = rungs_json(cfg_.rungs);
+  nlohmann::json j = asha_table().to_json(cfg_);
   j["type"] = type();
-  j["resource_name"] = cfg_.resource_name;
-  j["mode"] = cfg_.promote ? "promote" : "prune";
-  j["max_configs"] = cfg_.max_configs;
   return j;
 }
 
@@ -231,14 +240,13 @@ std::vector<Suggestion> ASHA::ask(const SearchContext& ctx, std::size_t n) {
   std::vector<Suggestion> out;
   const bool has_res = !cfg_.resource_name.empty();
   const std::size_t ridx = has_res ? ctx.space.index_of(cfg_.resource_name) : 0;
-  md::PointSet seen(ctx.space, ctx.trials);
+  md::SeenConfigs seen(ctx.space, ctx.trials);
   auto fresh = [&](double res) {
-    std::vector<double> x;
-    for (int tries = 0;; ++tries) {
-      x = ctx.space.sample(ctx.rng);
-      if (has_res) x[ridx] = md::resource_value(ctx.space, ridx, res, "asha");
-      if (!seen.finite() || !seen.contains(x) || tries >= 100) break;
-    }
+    std::vector<double> x = seen.draw([&] {
+      std::vector<double> y = ctx.space.sample(ctx.rng);
+      if (has_res) y[ridx] = md::resource_value(ctx.space, ridx, res, "asha");
+      return y;
+    });
     seen.insert(x);
     return x;
   };

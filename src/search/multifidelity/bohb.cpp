@@ -9,6 +9,7 @@
 
 #include "kde.hpp"
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/normal.hpp"
 #include "settings.hpp"
 
 namespace kubetune::search {
@@ -45,14 +46,13 @@ Kde Kde::fit(std::vector<std::vector<double>> rows, const std::vector<int>& leve
 }
 
 double Kde::pdf(const std::vector<double>& u) const {
-  constexpr double kInvSqrt2Pi = 0.3989422804014327;
   double total = 0;
   for (const auto& r : data) {
     double p = 1;
     for (std::size_t j = 0; j < levels.size(); ++j) {
       if (levels[j] == 0) {
         const double z = (u[j] - r[j]) / bw[j];
-        p *= kInvSqrt2Pi * std::exp(-0.5 * z * z) / bw[j];
+        p *= normal::pdf(z) / bw[j];
       } else {
         const bool same = std::lround(u[j]) == std::lround(r[j]);
         p *= same ? 1.0 - bw[j] : bw[j] / (levels[j] - 1);
@@ -100,42 +100,51 @@ BOHB::BOHB(Config c, Options o) : Hyperband(std::move(c)), opt_(o) {
 
 BOHB::~BOHB() = default;
 
+namespace {
+// BOHB's settings: Hyperband's (min_budget / max_budget as HpBandSter names them; n_iterations 0 = forever)
+// plus the model's.
+struct BOHBSettings {
+  Hyperband::Config hb = [] {
+    Hyperband::Config c;
+    c.n_iterations = 0;
+    return c;
+  }();
+  BOHB::Options opt;
+};
+
+const settings::Fields<BOHBSettings>& bohb_table() {
+  using O = BOHB::Options;
+  static const settings::Fields<BOHBSettings> t =
+      settings::Fields<BOHBSettings>("bohb")
+          .nest<&BOHBSettings::hb>(md::hyperband_fields("bohb"))
+          .alias_of("max_resource", "max_budget")
+          .alias_of("min_resource", "min_budget")
+          .nest<&BOHBSettings::opt>(
+              settings::Fields<O>("bohb")
+                  .field<&O::top_n_percent>("top_n_percent", "Percent of observations forming the good density l(x).")
+                  .field<&O::num_samples>("num_samples", "Candidates drawn from l(x) per new configuration.")
+                  .field<&O::random_fraction>("random_fraction", "Fraction of new configurations drawn from the priors.")
+                  .field<&O::bandwidth_factor>("bandwidth_factor", "Widening of l(x)'s bandwidths when sampling.")
+                  .field<&O::min_bandwidth>("min_bandwidth", "Lower clip of the kernel bandwidths.")
+                  .field<&O::min_points_in_model>("min_points_in_model", "Observations a model needs (0 = d + 1)."));
+  return t;
+}
+}  // namespace
+
 std::unique_ptr<Searcher> BOHB::from_json(const nlohmann::json& j) {
-  md::check_keys(j, "bohb",
-                 {"resource_name", "max_resource", "r_l", "R", "min_resource", "min_budget", "max_budget", "eta",
-                  "reduction_factor", "mode", "rounding", "n_iterations", "bracket", "top_n_percent", "num_samples",
-                  "random_fraction", "bandwidth_factor", "min_bandwidth", "min_points_in_model"});
-  nlohmann::json h = j;
-  if (h.contains("max_budget")) {
-    h["max_resource"] = h["max_budget"];
-    h.erase("max_budget");
-  }
-  if (h.contains("min_budget")) {
-    h["min_resource"] = h["min_budget"];
-    h.erase("min_budget");
-  }
-  Config c = parse_config(h, "bohb");
-  if (!h.contains("n_iterations")) c.n_iterations = 0;
-  Options o;
-  if (auto* v = md::find(j, {"top_n_percent"})) o.top_n_percent = md::number(*v, "top_n_percent");
-  if (auto* v = md::find(j, {"num_samples"})) o.num_samples = md::integer_as<int>(*v, "num_samples");
-  if (auto* v = md::find(j, {"random_fraction"})) o.random_fraction = md::number(*v, "random_fraction");
-  if (auto* v = md::find(j, {"bandwidth_factor"})) o.bandwidth_factor = md::number(*v, "bandwidth_factor");
-  if (auto* v = md::find(j, {"min_bandwidth"})) o.min_bandwidth = md::number(*v, "min_bandwidth");
-  if (auto* v = md::find(j, {"min_points_in_model"}))
-    o.min_points_in_model = md::integer_as<int>(*v, "min_points_in_model");
-  return std::make_unique<BOHB>(c, o);
+  KT_CHECK(j.is_object(), InvalidArgument, "bohb config must be a JSON object, got ", j.dump());
+  BOHBSettings b = bohb_table().from_json(j);
+  return std::make_unique<BOHB>(b.hb, b.opt);
 }
 
+nlohmann::json BOHB::settings_schema() { return bohb_table().schema(); }
+
 nlohmann::json BOHB::config() const {
-  nlohmann::json j = base_config();
+  BOHBSettings b;
+  b.hb = settings();
+  b.opt = opt_;
+  nlohmann::json j = bohb_table().to_json(b);
   j["type"] = type();
-  j["top_n_percent"] = opt_.top_n_percent;
-  j["num_samples"] = opt_.num_samples;
-  j["random_fraction"] = opt_.random_fraction;
-  j["bandwidth_factor"] = opt_.bandwidth_factor;
-  j["min_bandwidth"] = opt_.min_bandwidth;
-  j["min_points_in_model"] = opt_.min_points_in_model;
   return j;
 }
 

@@ -77,9 +77,9 @@ double LearningCurves::value(const std::vector<double>& u, double budget) const 
   const double b = std::fmin(std::fmax(budget, 1.0), R);
   const double k = rate(u);
   const double h = (std::pow(b, -k) - std::pow(R, -k)) / (1 - std::pow(R, -k));
-  std::uint64_t key = mix64(cfg_.seed ^ 0x9e3779b97f4a7c15ULL);
-  for (double v : u) key = mix64(key ^ bits(v));
-  key = mix64(key ^ bits(b));
+  std::uint64_t key = hash_combine(kGoldenGamma, cfg_.seed);
+  for (double v : u) key = hash_combine(key, bits(v));
+  key = hash_combine(key, bits(b));
   Rng rng(key, 1);
   return m + cfg_.noise * (0.5 + h) * rng.normal();
 }

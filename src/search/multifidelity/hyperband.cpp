@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <set>
 
 #include "kubetune/core/error.hpp"
 #include "schedule.hpp"
@@ -140,23 +139,42 @@ std::vector<Bracket> hyperband_brackets(double max_resource, int eta, BracketMod
 
 // ------------------------------------------------------------------------------------------ searcher
 
-Hyperband::Config Hyperband::parse_config(const nlohmann::json& j, const std::string& what) {
-  for (const char* k : {"s_max", "b_l", "r", "n", "current_s", "current_i", "evaluating_trials"})
-    KT_CHECK(!j.contains(k), InvalidArgument, what, ": Katib state setting '", k,
-             "' is not accepted; kubetune recomputes Hyperband's state from the trials");
-  Config c;
-  if (auto* v = md::find(j, {"resource_name"})) c.resource_name = md::string(*v, "resource_name");
-  if (auto* v = md::find(j, {"max_resource", "r_l", "R"})) c.max_resource = md::number(*v, "max_resource");
-  if (auto* v = md::find(j, {"min_resource"})) c.min_resource = md::number(*v, "min_resource");
-  if (auto* v = md::find(j, {"eta", "reduction_factor"})) {
-    // Katib validates eta with int(float(eta)) and falls back to 3 when <= 0; we reject instead.
-    c.eta = md::integer_as<int>(*v, "eta");
-  }
-  if (auto* v = md::find(j, {"mode", "rounding"})) c.mode = bracket_mode_from_string(md::string(*v, "mode"));
-  if (auto* v = md::find(j, {"n_iterations"})) c.n_iterations = md::integer(*v, "n_iterations");
-  if (auto* v = md::find(j, {"bracket"})) c.bracket = md::integer_as<int>(*v, "bracket");
-  return c;
+namespace mf_detail {
+settings::Fields<Hyperband::Config> hyperband_fields(const std::string& what) {
+  using C = Hyperband::Config;
+  return settings::Fields<C>(what)
+      .field<&C::resource_name>("resource_name", "The Int or Double parameter that receives the budget (required).")
+      .field<&C::max_resource>("max_resource", "Largest budget R.")
+      .alias("r_l")
+      .alias("R")
+      .field<&C::min_resource>("min_resource", "Smallest budget unit (Hyperband's R is max / min).")
+      .field<&C::eta>("eta", "Reduction factor (>= 2).")
+      .alias("reduction_factor")
+      .choice<&C::mode, &bracket_mode_from_string>(
+          "mode", {to_string(BracketMode::Exact), to_string(BracketMode::Katib), to_string(BracketMode::HpBandSter)},
+          "Bracket arithmetic: the paper's exact one, or Katib's or HpBandSter's.")
+      .alias("rounding")
+      .field<&C::n_iterations>("n_iterations", "Outer Hyperband loops (0 = repeat forever).")
+      .field<&C::bracket>("bracket", "-1: all brackets; s: successive halving with that bracket only.");
 }
+}  // namespace mf_detail
+
+namespace {
+const settings::Fields<Hyperband::Config>& hyperband_table() {
+  static const settings::Fields<Hyperband::Config> t = md::hyperband_fields("hyperband");
+  return t;
+}
+}  // namespace
+
+Hyperband::Config Hyperband::parse_config(const nlohmann::json& j, const std::string& what) {
+  if (j.is_object())
+    for (const char* k : {"s_max", "b_l", "r", "n", "current_s", "current_i", "evaluating_trials"})
+      KT_CHECK(!j.contains(k), InvalidArgument, what, ": Katib state setting '", k,
+               "' is not accepted; kubetune recomputes Hyperband's state from the trials");
+  return hyperband_table().from_json(j);
+}
+
+nlohmann::json Hyperband::settings_schema() { return hyperband_table().schema(); }
 
 Hyperband::Hyperband(Config c) : cfg_(std::move(c)) {
   KT_CHECK(!cfg_.resource_name.empty(), InvalidArgument,
@@ -174,19 +192,11 @@ Hyperband::Hyperband(Config c) : cfg_(std::move(c)) {
 }
 
 std::unique_ptr<Searcher> Hyperband::from_json(const nlohmann::json& j) {
-  md::check_keys(j, "hyperband",
-                 {"resource_name", "max_resource", "r_l", "R", "min_resource", "eta", "reduction_factor", "mode",
-                  "rounding", "n_iterations", "bracket", "s_max", "b_l", "r", "n", "current_s", "current_i",
-                  "evaluating_trials"});
+  KT_CHECK(j.is_object(), InvalidArgument, "hyperband config must be a JSON object, got ", j.dump());
   return std::make_unique<Hyperband>(parse_config(j, "hyperband"));
 }
 
-nlohmann::json Hyperband::base_config() const {
-  return {{"resource_name", cfg_.resource_name}, {"max_resource", cfg_.max_resource},
-          {"min_resource", cfg_.min_resource},   {"eta", cfg_.eta},
-          {"mode", to_string(cfg_.mode)},        {"n_iterations", cfg_.n_iterations},
-          {"bracket", cfg_.bracket}};
-}
+nlohmann::json Hyperband::base_config() const { return hyperband_table().to_json(cfg_); }
 
 nlohmann::json Hyperband::config() const {
   nlohmann::json j = base_config();
@@ -210,7 +220,7 @@ std::vector<Suggestion> Hyperband::ask(const SearchContext& ctx, std::size_t n) 
   mf_detail::Scheduler sch(table_, cfg_.n_iterations, ctx.trials, ctx);
   std::vector<mf_detail::Plan> plans = sch.plan(n);
   bool prepared = false;
-  mf_detail::PointSet seen(ctx.space, ctx.trials);
+  mf_detail::SeenConfigs seen(ctx.space, ctx.trials);
   for (const auto& p : plans) {
     Suggestion s;
     const double res = mf_detail::resource_value(ctx.space, ridx, p.resource, type());
@@ -222,12 +232,12 @@ std::vector<Suggestion> Hyperband::ask(const SearchContext& ctx, std::size_t n) 
         prepare(ctx);
         prepared = true;
       }
-      for (int tries = 0;; ++tries) {
-        s.x = sample_config(ctx);
-        s.x[ridx] = res;
-        ctx.space.apply_conditions(s.x);
-        if (!seen.finite() || !seen.contains(s.x) || tries >= 100) break;
-      }
+      s.x = seen.draw([&] {
+        std::vector<double> x = sample_config(ctx);
+        x[ridx] = res;
+        ctx.space.apply_conditions(x);
+        return x;
+      });
     }
     seen.insert(s.x);
     s.attrs = {{"hb_bracket", static_cast<double>(p.bracket)},

@@ -33,6 +33,31 @@ double best_upto(const SearchContext& ctx, const Trial& t, std::int64_t S) {
 }
 }  // namespace
 
+namespace {
+const settings::Fields<MedianStop::Config>& median_table() {
+  using C = MedianStop::Config;
+  static const settings::Fields<C> t =
+      settings::Fields<C>("median_stop")
+          .field<&C::min_trials_required>("min_trials_required", "Completed trials needed before any pruning.")
+          .field<&C::start_step>("start_step", "Reports a trial makes before it can be pruned.")
+          .choice<&C::katib_rule>("rule", {"median", "katib"},
+                                  "median: Vizier's rule; katib: what Katib's medianstop service does.");
+  return t;
+}
+
+const settings::Fields<PercentilePruner::Config>& percentile_table() {
+  using C = PercentilePruner::Config;
+  static const settings::Fields<C> t =
+      settings::Fields<C>("percentile")
+          .field<&C::percentile>("percentile", "Percentile of completed trials' values a trial must beat (50 = median).")
+          .field<&C::n_startup_trials>("n_startup_trials", "Completed trials before pruning starts.")
+          .field<&C::n_warmup_steps>("n_warmup_steps", "Steps before a trial can be pruned.")
+          .field<&C::interval_steps>("interval_steps", "Check every this many steps.")
+          .field<&C::n_min_trials>("n_min_trials", "Values needed at the step.");
+  return t;
+}
+}  // namespace
+
 double percentile_linear(std::vector<double> v, double q) {
   if (v.empty()) return kNaN;
   std::sort(v.begin(), v.end());
@@ -55,24 +80,16 @@ MedianStop::MedianStop(Config c) : cfg_(c) {
 }
 
 std::unique_ptr<Pruner> MedianStop::from_json(const nlohmann::json& j) {
-  md::check_keys(j, "median_stop", {"min_trials_required", "start_step", "rule"});
-  Config c;
-  if (auto* v = md::find(j, {"min_trials_required"})) c.min_trials_required = md::integer(*v, "min_trials_required");
-  if (auto* v = md::find(j, {"start_step"})) c.start_step = md::integer(*v, "start_step");
-  if (auto* v = md::find(j, {"rule"})) {
-    std::string r = md::string(*v, "rule");
-    KT_CHECK(r == "median" || r == "katib", InvalidArgument, "median_stop: setting 'rule' = '", r,
-             "' must be 'median' or 'katib'");
-    c.katib_rule = r == "katib";
-  }
-  return std::make_unique<MedianStop>(c);
+  KT_CHECK(j.is_object(), InvalidArgument, "median_stop config must be a JSON object, got ", j.dump());
+  return std::make_unique<MedianStop>(median_table().from_json(j));
 }
 
+nlohmann::json MedianStop::settings_schema() { return median_table().schema(); }
+
 nlohmann::json MedianStop::config() const {
-  return {{"type", type()},
-          {"min_trials_required", cfg_.min_trials_required},
-          {"start_step", cfg_.start_step},
-          {"rule", cfg_.katib_rule ? "katib" : "median"}};
+  nlohmann::json j = median_table().to_json(cfg_);
+  j["type"] = type();
+  return j;
 }
 
 double MedianStop::threshold(const SearchContext& ctx, const Trial& trial) const {
@@ -139,23 +156,16 @@ PercentilePruner::PercentilePruner(Config c) : cfg_(c) {
 }
 
 std::unique_ptr<Pruner> PercentilePruner::from_json(const nlohmann::json& j) {
-  md::check_keys(j, "percentile", {"percentile", "n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"});
-  Config c;
-  if (auto* v = md::find(j, {"percentile"})) c.percentile = md::number(*v, "percentile");
-  if (auto* v = md::find(j, {"n_startup_trials"})) c.n_startup_trials = md::integer(*v, "n_startup_trials");
-  if (auto* v = md::find(j, {"n_warmup_steps"})) c.n_warmup_steps = md::integer(*v, "n_warmup_steps");
-  if (auto* v = md::find(j, {"interval_steps"})) c.interval_steps = md::integer(*v, "interval_steps");
-  if (auto* v = md::find(j, {"n_min_trials"})) c.n_min_trials = md::integer(*v, "n_min_trials");
-  return std::make_unique<PercentilePruner>(c);
+  KT_CHECK(j.is_object(), InvalidArgument, "percentile config must be a JSON object, got ", j.dump());
+  return std::make_unique<PercentilePruner>(percentile_table().from_json(j));
 }
 
+nlohmann::json PercentilePruner::settings_schema() { return percentile_table().schema(); }
+
 nlohmann::json PercentilePruner::config() const {
-  return {{"type", type()},
-          {"percentile", cfg_.percentile},
-          {"n_startup_trials", cfg_.n_startup_trials},
-          {"n_warmup_steps", cfg_.n_warmup_steps},
-          {"interval_steps", cfg_.interval_steps},
-          {"n_min_trials", cfg_.n_min_trials}};
+  nlohmann::json j = percentile_table().to_json(cfg_);
+  j["type"] = type();
+  return j;
 }
 
 bool PercentilePruner::should_prune(const SearchContext& ctx, const Trial& trial) {

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "kubetune/core/error.hpp"
 #include "settings.hpp"
@@ -113,18 +112,11 @@ Scheduler::Status Scheduler::status() {
   return s;
 }
 
-PointSet::PointSet(const SearchSpace& space, const std::vector<Trial>& trials) {
-  for (const auto& p : space.params())
-    if (p.cardinality() == 0) finite_ = false;
-  if (finite_)
-    for (const auto& t : trials) set_.insert(key(t.x));
-}
-
-std::vector<double> PointSet::key(const std::vector<double>& x) {
-  std::vector<double> k(x);
-  for (double& v : k)
-    if (std::isnan(v)) v = -std::numeric_limits<double>::max();
-  return k;
+SeenConfigs::SeenConfigs(const SearchSpace& space, const std::vector<Trial>& trials) {
+  if (!is_discrete(space)) return;
+  tries_ = 101;
+  set_.reserve(trials.size(), space.size());
+  for (const auto& t : trials) set_.insert(t.x);
 }
 
 }  // namespace kubetune::search::mf_detail

@@ -3,10 +3,11 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "kubetune/core/point_set.hpp"
 #include "kubetune/core/searcher.hpp"
 #include "kubetune/search/multifidelity/hyperband.hpp"
 
@@ -60,18 +61,24 @@ class Scheduler {
   std::int64_t running_ = 0;
 };
 
-/// Set of points (NaN-safe) for avoiding duplicate configurations in finite spaces.
-class PointSet {
+/// The configurations tried so far (the trials' points, then each one planned), so that a discrete space
+/// does not repeat one: draw() redraws up to 100 times, then accepts the repeat. A space with a continuous
+/// parameter is not checked (one draw). A policy over kubetune::PointSet / draw_unseen.
+class SeenConfigs {
  public:
-  PointSet(const SearchSpace& space, const std::vector<Trial>& trials);
-  bool finite() const noexcept { return finite_; }
-  bool contains(const std::vector<double>& x) const { return set_.count(key(x)) > 0; }
-  void insert(const std::vector<double>& x) { set_.insert(key(x)); }
+  SeenConfigs(const SearchSpace& space, const std::vector<Trial>& trials);
+  /// A configuration from `draw()` (returning std::vector<double>), new where the space allows.
+  template <class Draw>
+  std::vector<double> draw(Draw&& d) const {
+    return draw_unseen(set_, tries_, std::forward<Draw>(d)).x;
+  }
+  void insert(const std::vector<double>& x) {
+    if (tries_ > 1) set_.insert(x);
+  }
 
  private:
-  static std::vector<double> key(const std::vector<double>& x);
-  bool finite_ = true;
-  std::set<std::vector<double>> set_;
+  int tries_ = 1;
+  PointSet set_;
 };
 
 }  // namespace kubetune::search::mf_detail

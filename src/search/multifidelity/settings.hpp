@@ -1,4 +1,4 @@
-// Internal helpers for multi-fidelity configs: Katib-style string numbers, unknown-key checks, trial attrs.
+// Internal helpers for multi-fidelity configs: Hyperband's settings table (shared with BOHB), trial attrs.
 #pragma once
 
 #include <cmath>
@@ -9,19 +9,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kubetune/core/config_fields.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/settings.hpp"
 #include "kubetune/core/trial.hpp"
+#include "kubetune/search/multifidelity/hyperband.hpp"
 
 namespace kubetune::search::mf_detail {
 
-using settings::boolean;
-using settings::check_keys;
-using settings::find;
-using settings::integer;
-using settings::integer_as;
-using settings::number;
-using settings::string;
+/// Hyperband's settings table (hyperband.cpp); BOHB nests it under its own name `what`.
+settings::Fields<Hyperband::Config> hyperband_fields(const std::string& what);
 
 inline std::optional<double> attr(const Trial& t, const char* key) {
   auto it = t.system_attrs.find(key);

@@ -1,47 +1,53 @@
-// TPEConfig: presets, validation, JSON (kubetune, Katib and hyperopt setting names), recency weights.
+// TPEConfig: its settings table (JSON with kubetune, Katib and hyperopt names, validation), presets, recency weights.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
+#include "kubetune/core/config_fields.hpp"
 #include "kubetune/core/error.hpp"
-#include "kubetune/core/settings.hpp"
 #include "kubetune/search/tpe.hpp"
 
 namespace kubetune::search {
 namespace {
-// ------------------------------------------------------------------ settings parsing (Katib sends strings)
-double as_number(const nlohmann::json& v, const std::string& key) {
-  return settings::parse_number(v, "tpe: setting '" + key + "'");
+// Every TPE setting, once: JSON (kubetune, Katib's and hyperopt's names), validation, Python keywords, stubs.
+const settings::Fields<TPEConfig>& table() {
+  static const settings::Fields<TPEConfig> t =
+      settings::Fields<TPEConfig>("tpe")
+          .field<&TPEConfig::n_startup_trials>("n_startup_trials", "Random draws from the priors before the model starts.")
+          .alias("n_startup_jobs")
+          .field<&TPEConfig::n_ei_candidates>("n_ei_candidates", "Candidates drawn from l(x) and ranked by l(x) / g(x).")
+          .alias("n_EI_candidates")
+          // Each ask scores every candidate against every kernel: beyond 10^6 an ask would take minutes.
+          .range(1, 1'000'000)
+          .field<&TPEConfig::n_refine_candidates>(
+              "n_refine_candidates",
+              "Multivariate only: more candidates drawn around the incumbent and ranked the same way (0 = off).")
+          .field<&TPEConfig::refine_scale>("refine_scale", "Width of the refinement draws, times the incumbent's kernel widths.")
+          .above(0)
+          .choice<&TPEConfig::gamma_rule>("gamma_rule", {"linear", "sqrt"},
+                                          "Good-set size rule: min(ceil(gamma n), gamma_max) or with sqrt(n).")
+          .field<&TPEConfig::gamma>("gamma", "Good-set fraction in the gamma rule.")
+          .above(0)
+          .field<&TPEConfig::gamma_max>("gamma_max", "Cap on the good-set size.")
+          .at_least(1)
+          .field<&TPEConfig::prior_weight>("prior_weight", "Weight of the prior kernel in both densities.")
+          .above(0)
+          .field<&TPEConfig::consider_magic_clip>("consider_magic_clip", "Lower-bound kernel widths (hyperopt's magic clip).")
+          .field<&TPEConfig::consider_endpoints>("consider_endpoints", "Neighbour widths also measure to the bounds.")
+          .field<&TPEConfig::n_flat_weights>("n_flat_weights", "Newest observations weighing 1; older ones ramp up from 1/n (0 = all 1).")
+          .alias("linear_forgetting")
+          .field<&TPEConfig::multivariate>("multivariate", "One joint density over the parameters instead of one each.")
+          .choice<&TPEConfig::bandwidth>("bandwidth", {"neighbour", "scott"},
+                                         "Kernel widths: neighbour distances, or Scott's rule (multivariate).")
+          .field<&TPEConfig::group>("group", "Multivariate: model groups of parameters that are active together.")
+          .field<&TPEConfig::constant_liar>("constant_liar", "Running trials join g(x) as bad observations.")
+          .field<&TPEConfig::random_state>("seed", "Extra seed mixed into each ask's stream (None: the study's alone).")
+          .alias("random_state")
+          .field<&TPEConfig::n_threads>("n_threads", "Threads for candidate scoring (<= 0: hardware threads).")
+          .extra("preset");
+  return t;
 }
-
-std::size_t as_count(const nlohmann::json& v, const std::string& key) {
-  double d = as_number(v, key);
-  KT_CHECK(std::isfinite(d) && d >= 0.0 && d == std::floor(d) && d < 1e15, InvalidArgument, "tpe: setting '", key,
-           "' = ", v.dump(), " must be a non-negative integer");
-  return static_cast<std::size_t>(d);
-}
-
-bool as_bool(const nlohmann::json& v, const std::string& key) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number()) {
-    double d = v.get<double>();
-    KT_CHECK(d == 0.0 || d == 1.0, InvalidArgument, "tpe: setting '", key, "' = ", v.dump(), " is not a boolean");
-    return d == 1.0;
-  }
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (s == "true" || s == "1" || s == "yes") return true;
-    if (s == "false" || s == "0" || s == "no") return false;
-  }
-  KT_THROW(InvalidArgument, "tpe: setting '", key, "' = ", v.dump(), " is not a boolean");
-}
-
-std::string as_string(const nlohmann::json& v, const std::string& key) {
-  KT_CHECK(v.is_string(), InvalidArgument, "tpe: setting '", key, "' = ", v.dump(), " must be a string");
-  return v.get<std::string>();
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------ config
@@ -68,116 +74,25 @@ std::size_t TPEConfig::n_below(std::size_t n) const {
   return std::min<std::size_t>(static_cast<std::size_t>(std::max(v, 0.0)), gamma_max);
 }
 
-void TPEConfig::validate() const {
-  // Each ask scores every candidate against every kernel: beyond 10^6 an ask would take minutes (Optuna uses 24).
-  KT_CHECK(n_ei_candidates >= 1 && n_ei_candidates <= 1'000'000, InvalidArgument, "tpe: n_ei_candidates = ",
-           n_ei_candidates, " must be in [1, 1000000]");
-  KT_CHECK(std::isfinite(gamma) && gamma > 0.0, InvalidArgument, "tpe: gamma = ", gamma, " must be > 0");
-  KT_CHECK(std::isfinite(refine_scale) && refine_scale > 0.0, InvalidArgument, "tpe: refine_scale = ", refine_scale,
-           " must be > 0");
-  KT_CHECK(gamma_max >= 1, InvalidArgument, "tpe: gamma_max = ", gamma_max, " must be >= 1");
-  KT_CHECK(std::isfinite(prior_weight) && prior_weight > 0.0, InvalidArgument, "tpe: prior_weight = ",
-           prior_weight, " must be > 0");
-}
+void TPEConfig::validate() const { table().check(*this); }
+
+nlohmann::json TPEConfig::settings_schema() { return table().schema(); }
 
 nlohmann::json TPEConfig::to_json() const {
-  nlohmann::json j;
+  nlohmann::json j = table().to_json(*this);
   j["type"] = "tpe";
-  j["n_startup_trials"] = n_startup_trials;
-  j["n_ei_candidates"] = n_ei_candidates;
-  j["n_refine_candidates"] = n_refine_candidates;
-  j["refine_scale"] = refine_scale;
-  j["gamma_rule"] = gamma_rule == GammaRule::Linear ? "linear" : "sqrt";
-  j["gamma"] = gamma;
-  j["gamma_max"] = gamma_max;
-  j["prior_weight"] = prior_weight;
-  j["consider_magic_clip"] = consider_magic_clip;
-  j["consider_endpoints"] = consider_endpoints;
-  j["n_flat_weights"] = n_flat_weights;
-  j["multivariate"] = multivariate;
-  j["bandwidth"] = bandwidth == ParzenBandwidth::Scott ? "scott" : "neighbour";
-  j["group"] = group;
-  j["constant_liar"] = constant_liar;
-  j["random_state"] = random_state ? nlohmann::json(*random_state) : nlohmann::json(nullptr);
-  j["n_threads"] = n_threads;
   return j;
 }
 
 TPEConfig TPEConfig::from_json(const nlohmann::json& j) {
-  KT_CHECK(j.is_object() || j.is_null(), InvalidArgument, "tpe: config must be a JSON object, got ", j.dump());
   TPEConfig c;
-  if (j.is_null()) return c;
-  if (j.contains("preset")) {
-    std::string p = as_string(j["preset"], "preset");
-    if (p == "hyperopt") {
-      c = hyperopt();
-    } else {
-      c = optuna();
-      KT_CHECK(p == "optuna", InvalidArgument, "tpe: setting 'preset' = \"", p,
-               "\" is unknown (expected \"optuna\" or \"hyperopt\")");
-    }
+  if (j.is_object() && j.contains("preset")) {
+    const nlohmann::json& p = j["preset"];
+    KT_CHECK(p.is_string() && (p == "optuna" || p == "hyperopt"), InvalidArgument, "tpe: setting 'preset' = ",
+             p.dump(), " is unknown (expected \"optuna\" or \"hyperopt\")");
+    c = p == "hyperopt" ? hyperopt() : optuna();
   }
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& k = it.key();
-    const nlohmann::json& v = it.value();
-    if (k == "type" || k == "preset") continue;
-    if (k == "n_startup_trials" || k == "n_startup_jobs") {
-      c.n_startup_trials = as_count(v, k);
-    } else if (k == "n_ei_candidates" || k == "n_EI_candidates") {
-      c.n_ei_candidates = as_count(v, k);
-    } else if (k == "n_refine_candidates") {
-      c.n_refine_candidates = as_count(v, k);
-    } else if (k == "refine_scale") {
-      c.refine_scale = as_number(v, k);
-    } else if (k == "gamma") {
-      c.gamma = as_number(v, k);
-    } else if (k == "gamma_rule") {
-      std::string r = as_string(v, k);
-      KT_CHECK(r == "linear" || r == "sqrt", InvalidArgument, "tpe: setting 'gamma_rule' = \"", r,
-               "\" is unknown (expected \"linear\" or \"sqrt\")");
-      c.gamma_rule = r == "linear" ? GammaRule::Linear : GammaRule::Sqrt;
-    } else if (k == "gamma_max") {
-      c.gamma_max = as_count(v, k);
-    } else if (k == "prior_weight") {
-      c.prior_weight = as_number(v, k);
-    } else if (k == "consider_magic_clip") {
-      c.consider_magic_clip = as_bool(v, k);
-    } else if (k == "consider_endpoints") {
-      c.consider_endpoints = as_bool(v, k);
-    } else if (k == "n_flat_weights" || k == "linear_forgetting") {
-      c.n_flat_weights = as_count(v, k);
-    } else if (k == "multivariate") {
-      c.multivariate = as_bool(v, k);
-    } else if (k == "bandwidth") {
-      std::string b = as_string(v, k);
-      KT_CHECK(b == "neighbour" || b == "scott", InvalidArgument, "tpe: setting 'bandwidth' = \"", b,
-               "\" is unknown (expected \"neighbour\" or \"scott\")");
-      c.bandwidth = b == "scott" ? ParzenBandwidth::Scott : ParzenBandwidth::Neighbour;
-    } else if (k == "group") {
-      c.group = as_bool(v, k);
-    } else if (k == "constant_liar") {
-      c.constant_liar = as_bool(v, k);
-    } else if (k == "random_state" || k == "seed") {
-      if (v.is_null()) {
-        c.random_state.reset();
-      } else {
-        double d = as_number(v, k);
-        KT_CHECK(std::isfinite(d) && d >= 0.0 && d == std::floor(d) && d < 1.8e19, InvalidArgument,
-                 "tpe: setting '", k, "' = ", v.dump(), " must be a non-negative integer");
-        c.random_state = v.is_number_unsigned() ? v.get<std::uint64_t>() : static_cast<std::uint64_t>(d);
-      }
-    } else if (k == "n_threads") {
-      double d = as_number(v, k);
-      KT_CHECK(d == std::floor(d) && std::abs(d) < 1e6, InvalidArgument, "tpe: setting 'n_threads' = ", v.dump(),
-               " must be an integer");
-      c.n_threads = static_cast<int>(d);
-    } else {
-      KT_THROW(InvalidArgument, "tpe: unknown setting '", k,
-               "' (known: n_startup_trials, n_ei_candidates, n_refine_candidates, refine_scale, gamma, gamma_rule, "
-               "gamma_max, prior_weight, consider_magic_clip, consider_endpoints, n_flat_weights, multivariate, "
-               "bandwidth, group, constant_liar, random_state, n_threads, preset)");
-    }
-  }
+  c = table().from_json(j, c);
   c.validate();
   return c;
 }

@@ -1,7 +1,6 @@
 // SpaceModel: each parameter's Parzen dimension and the groups of jointly modelled parameters.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <string>
 
@@ -131,21 +130,6 @@ double SpaceModel::from_model(std::size_t p, double t) const {
   const ParamModel& m = pm[p];
   if (m.index) return space.snap(p, std::round(t));
   return space.snap(p, m.log ? std::exp(t) : t);
-}
-
-std::uint64_t hash_point(const std::vector<double>& x) {
-  std::uint64_t h = 0x9E3779B97F4A7C15ULL ^ x.size();
-  for (double v : x) {
-    std::uint64_t b;
-    if (std::isnan(v)) {
-      b = 0x7FF8DEADBEEF0001ULL;
-    } else {
-      if (v == 0.0) v = 0.0;  // -0 == +0
-      std::memcpy(&b, &v, sizeof b);
-    }
-    h = mix64(h ^ b);
-  }
-  return h;
 }
 
 }  // namespace kubetune::search::tpe

@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <tuple>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -46,9 +45,6 @@ struct SpaceModel {
   /// A model value back to the parameter's value (rounded to an index, exp'ed, snapped to the space).
   double from_model(std::size_t p, double t) const;
 };
-
-/// Hash of a point (-0 == +0, NaN = inactive) for the "not tried yet" set.
-std::uint64_t hash_point(const std::vector<double>& x);
 
 /// The history as TPE reads it, kept between asks and extended per new trial (pure memoisation: checked
 /// against the trials on every ask; rows from the first trial that differs are rebuilt).

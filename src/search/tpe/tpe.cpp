@@ -8,6 +8,7 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/parallel.hpp"
+#include "kubetune/core/point_set.hpp"
 #include "model.hpp"
 
 #ifdef _OPENMP
@@ -97,7 +98,7 @@ struct TPEWorkspace {
   tpe::SpaceModel model;
   tpe::History history;
   tpe::Split split;
-  std::unordered_set<std::uint64_t> seen;
+  PointSet seen;  // points tried and proposed (when exact repeats are possible)
   std::vector<double> batch;  // points of this ask so far, row-major (constant liars)
   std::size_t n_batch = 0;
   std::vector<GroupState> groups;
@@ -304,15 +305,13 @@ bool exhausted(const TPEWorkspace& ws) { return ws.model.cardinality != 0 && ws.
 
 // A random draw from the priors, avoiding points already tried while unseen ones remain.
 bool draw_random(TPEWorkspace& ws, const SearchSpace& space, Rng& rng, std::vector<double>& x) {
-  for (int tries = 0; tries < 64; ++tries) {
-    x = space.sample(rng);
-    if (!ws.model.dedupe || !ws.seen.count(tpe::hash_point(x))) return true;
-  }
-  return !exhausted(ws);
+  UnseenDraw d = draw_unseen(ws.seen, ws.model.dedupe ? 64 : 1, [&] { return space.sample(rng); });
+  x = std::move(d.x);
+  return d.fresh || !exhausted(ws);
 }
 
 void keep(TPEWorkspace& ws, const TPEConfig& cfg, std::vector<double>&& x, std::vector<Suggestion>& out) {
-  if (ws.model.dedupe) ws.seen.insert(tpe::hash_point(x));
+  if (ws.model.dedupe) ws.seen.insert(x);
   if (cfg.constant_liar) {
     ws.batch.insert(ws.batch.end(), x.begin(), x.end());
     ++ws.n_batch;
@@ -373,7 +372,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   ws.seen.clear();
   if (ws.model.dedupe)
     for (const Trial& t : ctx.trials)
-      if (t.x.size() == D) ws.seen.insert(tpe::hash_point(t.x));
+      if (t.x.size() == D) ws.seen.insert(t.x);
   ws.batch.clear();
   ws.n_batch = 0;
   const bool startup = ws.split.n_finished < cfg_.n_startup_trials;
@@ -393,7 +392,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       x.assign(D, kNaN);
       propose_point(ws, cfg_, popt, space, x, rng);
       // The model proposed a point already tried (small discrete spaces): take an unseen random one.
-      if (ws.model.dedupe && ws.seen.count(tpe::hash_point(x)) && !draw_random(ws, space, rng, x)) break;
+      if (ws.model.dedupe && ws.seen.contains(x) && !draw_random(ws, space, rng, x)) break;
     }
     keep(ws, cfg_, std::move(x), out);
   }

@@ -45,7 +45,7 @@ TEST(GPAcquisition, LogEIFiniteAndMonotoneWhereEIUnderflows) {
   double lp = log_probability_of_improvement(1e4, 1.0, 0.0);
   EXPECT_TRUE(std::isfinite(lp));
   EXPECT_NEAR(log_probability_of_improvement(0.3, 1.0, 1.0), std::log(0.5 * std::erfc(-0.7 / std::sqrt(2.0))), 1e-14);
-  EXPECT_NEAR(log_norm_cdf(-20.0), std::log(0.5 * std::erfc(20.0 / std::sqrt(2.0))), 1e-10);
+  EXPECT_NEAR(kubetune::normal::log_cdf(-20.0), std::log(0.5 * std::erfc(20.0 / std::sqrt(2.0))), 1e-10);
 }
 
 TEST(GPAcquisition, DerivativesMatchFiniteDifferences) {

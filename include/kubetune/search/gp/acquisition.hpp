@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "kubetune/core/normal.hpp"
+
 namespace kubetune::search::gp {
 
 enum class AcqType { LogEI, EI, PI, UCB, Hedge };
@@ -11,10 +13,12 @@ std::string to_string(AcqType a);
 /// "logei" | "ei" | "pi" | "ucb" | "lcb" | "gp_hedge" (case-insensitive; Katib/skopt names accepted).
 AcqType acq_from_string(const std::string& s);
 
-/// Standard normal pdf, cdf and log cdf (log_ndtr stays finite for very negative z).
-double norm_pdf(double z) noexcept;
-double norm_cdf(double z) noexcept;
-double log_norm_cdf(double z) noexcept;
+/// Deprecated (one release): the standard normal maths live in kubetune/core/normal.hpp.
+[[deprecated("use kubetune::normal::pdf")]] inline double norm_pdf(double z) noexcept { return normal::pdf(z); }
+[[deprecated("use kubetune::normal::cdf")]] inline double norm_cdf(double z) noexcept { return normal::cdf(z); }
+[[deprecated("use kubetune::normal::log_cdf")]] inline double log_norm_cdf(double z) noexcept {
+  return normal::log_cdf(z);
+}
 
 /// log h(z) with h(z) = phi(z) + z Phi(z), so that EI = sigma h((best - mu - xi) / sigma).
 /// For z < -3 uses h(z) = phi(z) c / (|z| + c), c the tail of Laplace's continued fraction for the Mills

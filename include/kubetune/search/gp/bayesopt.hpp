@@ -27,7 +27,10 @@ Fantasy fantasy_from_string(const std::string& s);
 /// is updated.
 bool refit_due(std::size_t n, std::size_t n_fit, int refit_scale);
 
-/// Runtime configuration; round-trips through JSON (kubetune names and Katib's setting names).
+/// Runtime configuration; every setting is declared once in src/search/gp/bayesopt.cpp's table, which gives the
+/// JSON round trip (kubetune names and Katib's), validation and the Python keywords. Two members keep their C++
+/// names under the common setting names: `threads` is setting "n_threads" ("threads" still accepted, deprecated
+/// in Python) and `random_state` is setting "seed" (Katib's "random_state" accepted).
 struct GPConfig {
   KernelType kernel = KernelType::Matern52;
   AcqType acq = AcqType::LogEI;
@@ -63,9 +66,12 @@ class GPSearcher final : public Searcher {
   GPSearcher();
   explicit GPSearcher(GPConfig c);
   /// Accepts kubetune keys and Katib's (base_estimator, n_initial_points, acq_func, acq_optimizer,
-  /// random_state), values as numbers or strings. Unknown keys -> InvalidArgument naming the key.
+  /// random_state), values as numbers or strings. Unknown keys and out-of-range values -> InvalidArgument
+  /// naming the key; the constructor checks the same ranges on a GPConfig built in C++.
   static std::unique_ptr<Searcher> from_json(const nlohmann::json& j);
   static GPConfig config_from_json(const nlohmann::json& j);
+  /// The settings table as data (name, type, default, range, aliases, doc) for the bindings and stubs.
+  static nlohmann::json settings_schema();
 
   std::string type() const override { return "gp"; }
   nlohmann::json config() const override;

@@ -35,6 +35,8 @@ class ASHAPruner final : public Pruner {
  public:
   explicit ASHAPruner(ASHARungs r = {});
   static std::unique_ptr<Pruner> from_json(const nlohmann::json& j);
+  /// The settings table (declared once in its .cpp) as data: name, type, default, aliases, doc.
+  static nlohmann::json settings_schema();
   std::string type() const override { return "asha"; }
   nlohmann::json config() const override;
   bool should_prune(const SearchContext& ctx, const Trial& trial) override;
@@ -63,6 +65,8 @@ class HyperbandPruner final : public Pruner {
   };
   explicit HyperbandPruner(Config c);
   static std::unique_ptr<Pruner> from_json(const nlohmann::json& j);
+  /// The settings table (declared once in its .cpp) as data: name, type, default, aliases, doc.
+  static nlohmann::json settings_schema();
   std::string type() const override { return "hyperband"; }
   nlohmann::json config() const override;
   bool should_prune(const SearchContext& ctx, const Trial& trial) override;
@@ -94,6 +98,8 @@ class ASHA final : public Searcher {
   };
   explicit ASHA(Config c);
   static std::unique_ptr<Searcher> from_json(const nlohmann::json& j);
+  /// The settings table (declared once in its .cpp) as data: name, type, default, aliases, doc.
+  static nlohmann::json settings_schema();
   std::string type() const override { return "asha"; }
   nlohmann::json config() const override;
   std::vector<Suggestion> ask(const SearchContext& ctx, std::size_t n) override;

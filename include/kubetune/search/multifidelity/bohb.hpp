@@ -37,6 +37,8 @@ class BOHB final : public Hyperband {
   BOHB(Config c, Options o);
   ~BOHB() override;
   static std::unique_ptr<Searcher> from_json(const nlohmann::json& j);
+  /// The settings table (declared once in its .cpp) as data: name, type, default, aliases, doc.
+  static nlohmann::json settings_schema();
   std::string type() const override { return "bohb"; }
   nlohmann::json config() const override;
   const Options& options() const noexcept { return opt_; }

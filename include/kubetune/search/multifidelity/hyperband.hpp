@@ -80,6 +80,8 @@ class Hyperband : public Searcher {
 
   explicit Hyperband(Config c);
   static std::unique_ptr<Searcher> from_json(const nlohmann::json& j);
+  /// The settings table (declared once in its .cpp) as data: name, type, default, aliases, doc.
+  static nlohmann::json settings_schema();
   /// Parse kubetune / Katib names (values may be strings); `what` names the searcher in errors.
   static Config parse_config(const nlohmann::json& j, const std::string& what);
 

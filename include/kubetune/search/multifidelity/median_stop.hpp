@@ -28,6 +28,8 @@ class MedianStop final : public Pruner {
   MedianStop();
   explicit MedianStop(Config c);
   static std::unique_ptr<Pruner> from_json(const nlohmann::json& j);
+  /// The settings table (declared once in its .cpp) as data: name, type, default, aliases, doc.
+  static nlohmann::json settings_schema();
   std::string type() const override { return "median_stop"; }
   nlohmann::json config() const override;
   bool should_prune(const SearchContext& ctx, const Trial& trial) override;
@@ -55,6 +57,8 @@ class PercentilePruner final : public Pruner {
   PercentilePruner();
   explicit PercentilePruner(Config c);
   static std::unique_ptr<Pruner> from_json(const nlohmann::json& j);
+  /// The settings table (declared once in its .cpp) as data: name, type, default, aliases, doc.
+  static nlohmann::json settings_schema();
   std::string type() const override { return "percentile"; }
   nlohmann::json config() const override;
   bool should_prune(const SearchContext& ctx, const Trial& trial) override;
