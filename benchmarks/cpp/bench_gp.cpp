@@ -113,7 +113,7 @@ static void BM_GPAsk(benchmark::State& st) {
   std::vector<Trial> ts = history(s, static_cast<int>(st.range(0)));
   std::vector<Direction> dirs{Direction::Minimize};
   GPConfig c;
-  c.threads = 1;
+  c.n_threads = 1;
   GPSearcher g(c);
   {  // As in a running study, the last trial carries the previous fit (warm start).
     Rng rng(7, 1000);
@@ -138,7 +138,7 @@ static void BM_GPAskSequence(benchmark::State& st) {
   SearchSpace s = space6();
   std::vector<Trial> hist = history(s, n - 1);
   GPConfig c;
-  c.threads = 1;
+  c.n_threads = 1;
   for (auto _ : st) {
     st.PauseTiming();
     Study study(s, std::make_unique<GPSearcher>(c), {Direction::Minimize}, 3);

@@ -56,7 +56,7 @@ struct TPEConfig {
   bool constant_liar = true;
   /// Setting "seed" (Katib's random_state, accepted as an alias): when set, mixed into each ask's random stream
   /// (results still depend on the study seed too, so a study stays reproducible).
-  std::optional<std::uint64_t> random_state;
+  std::optional<std::uint64_t> seed;
   /// Threads for candidate scoring (<= 0: hardware threads); results do not depend on it.
   int n_threads = 1;
 

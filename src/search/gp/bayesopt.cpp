@@ -449,9 +449,9 @@ const settings::Fields<GPConfig>& table() {
           .at_least(0)
           .field<&GPConfig::refit_scale>("refit_scale", "Refit when the history grew by n_fit / refit_scale (0 = every ask).")
           .at_least(0)
-          .field<&GPConfig::threads>("n_threads", "Threads over candidates (<= 0: all).")
+          .field<&GPConfig::n_threads>("n_threads", "Threads over candidates (<= 0: all).")
           .deprecated("threads")
-          .field<&GPConfig::random_state>("seed", "Extra seed mixed into the study's stream (None: the study's alone).")
+          .field<&GPConfig::seed>("seed", "Extra seed mixed into the study's stream (None: the study's alone).")
           .alias("random_state")
           .extra("algorithm_name")
           .extra("base_estimator")
@@ -502,9 +502,9 @@ std::vector<Suggestion> GPSearcher::ask(const SearchContext& ctx, std::size_t n)
   const SearchSpace& space = ctx.space;
   check_space(space);
   // random_state's stream predates derive_seed (core/rng.hpp); saved studies pin it, so it stays as it is.
-  Rng local(cfg_.random_state ? hash_combine(ctx.rng.next_u64(), mix64(*cfg_.random_state + kGoldenGamma)) : 0);
-  Rng& rng = cfg_.random_state ? local : ctx.rng;
-  const int threads = core::resolve_threads(cfg_.threads);
+  Rng local(cfg_.seed ? hash_combine(ctx.rng.next_u64(), mix64(*cfg_.seed + kGoldenGamma)) : 0);
+  Rng& rng = cfg_.seed ? local : ctx.rng;
+  const int threads = core::resolve_threads(cfg_.n_threads);
   Encoder enc(space);
 
   // History: complete trials with a finite loss are data; running/pending ones are fantasised.

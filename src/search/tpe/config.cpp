@@ -42,7 +42,7 @@ const settings::Fields<TPEConfig>& table() {
                                          "Kernel widths: neighbour distances, or Scott's rule (multivariate).")
           .field<&TPEConfig::group>("group", "Multivariate: model groups of parameters that are active together.")
           .field<&TPEConfig::constant_liar>("constant_liar", "Running trials join g(x) as bad observations.")
-          .field<&TPEConfig::random_state>("seed", "Extra seed mixed into each ask's stream (None: the study's alone).")
+          .field<&TPEConfig::seed>("seed", "Extra seed mixed into each ask's stream (None: the study's alone).")
           .alias("random_state")
           .field<&TPEConfig::n_threads>("n_threads", "Threads for candidate scoring (<= 0: hardware threads).")
           .extra("preset");

@@ -365,8 +365,8 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   std::vector<Suggestion> out;
   if (n == 0 || D == 0) return out;
   if (ws.model.update(space, cfg_)) ws.history.reset(D);
-  Rng local = cfg_.random_state ? Rng(mix64(*cfg_.random_state), ctx.rng.next_u64()) : Rng(0);
-  Rng& rng = cfg_.random_state ? local : ctx.rng;
+  Rng local = cfg_.seed ? Rng(mix64(*cfg_.seed), ctx.rng.next_u64()) : Rng(0);
+  Rng& rng = cfg_.seed ? local : ctx.rng;
   ws.history.update(ctx.trials, ws.model);
   ws.split.run(ctx, cfg_, cfg_.multivariate && cfg_.n_refine_candidates > 0);
   ws.seen.clear();

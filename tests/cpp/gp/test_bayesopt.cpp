@@ -52,7 +52,7 @@ std::unique_ptr<Searcher> gp_searcher(GPConfig c = {}) { return std::make_unique
 
 template <class F>
 double run_gp(const SearchSpace& space, F f, int trials, std::uint64_t seed, GPConfig c = {}) {
-  c.threads = 1;  // CI shares 2 cores between suites
+  c.n_threads = 1;  // CI shares 2 cores between suites
   Study st(space, gp_searcher(c), {Direction::Minimize}, seed);
   for (int i = 0; i < trials; ++i) {
     auto t = st.ask(1).at(0);
@@ -169,7 +169,7 @@ TEST(GPSearcher, RefitScheduleExactValues) {
 // stored fit size follows refit_due.
 TEST(GPSearcher, FactorCacheNeverChangesProposalsAndScheduleIsFollowed) {
   GPConfig c;
-  c.threads = 1;
+  c.n_threads = 1;
   c.refit_scale = 3;  // refits every ~n/3 trials: most asks below reuse hyperparameters
   c.n_candidates = 128;
   search::register_gp();
@@ -205,8 +205,8 @@ TEST(GPSearcher, FactorCacheNeverChangesProposalsAndScheduleIsFollowed) {
 
 TEST(GPSearcher, DeterministicAndThreadCountIndependent) {
   GPConfig one, four;
-  one.threads = 1;
-  four.threads = 4;
+  one.n_threads = 1;
+  four.n_threads = 4;
   Study a(hartmann_space(), gp_searcher(one), {Direction::Minimize}, 5);
   Study b(hartmann_space(), gp_searcher(four), {Direction::Minimize}, 5);
   for (int i = 0; i < 14; ++i) {
@@ -230,7 +230,7 @@ TEST(GPSearcher, KatibSettingsAndConfigRoundTrip) {
   EXPECT_EQ(g->settings().n_initial_points, 5);
   EXPECT_EQ(g->settings().acq, search::gp::AcqType::UCB);
   EXPECT_EQ(g->settings().n_refine, 0);
-  EXPECT_EQ(*g->settings().random_state, 10u);
+  EXPECT_EQ(*g->settings().seed, 10u);
   auto again = make_searcher(s->config());
   EXPECT_EQ(again->config(), s->config());
   EXPECT_EQ(s->type(), "gp");

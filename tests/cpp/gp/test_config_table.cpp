@@ -24,8 +24,8 @@ std::string error_of(const json& j) {
 
 TEST(GPConfigTable, OldNamesLoadAndTheNewOnesAreWritten) {
   GPConfig c = GPSearcher::config_from_json({{"type", "gp"}, {"threads", 2}, {"random_state", "9"}});
-  EXPECT_EQ(c.threads, 2);
-  EXPECT_EQ(*c.random_state, 9u);
+  EXPECT_EQ(c.n_threads, 2);
+  EXPECT_EQ(*c.seed, 9u);
   const json j = GPSearcher(c).config();
   EXPECT_EQ(j["n_threads"], 2);
   EXPECT_EQ(j["seed"], 9);

@@ -24,7 +24,7 @@ std::string error_of(const json& j) {
 TEST(TPEConfigTable, SeedIsWrittenUnderItsNameAndRandomStateStillReads) {
   TPEConfig c = TPEConfig::from_json({{"random_state", "11"}, {"n_startup_jobs", "3"}, {"n_EI_candidates", 12},
                                       {"linear_forgetting", 5}});
-  EXPECT_EQ(*c.random_state, 11u);
+  EXPECT_EQ(*c.seed, 11u);
   EXPECT_EQ(c.n_startup_trials, 3u);
   EXPECT_EQ(c.n_ei_candidates, 12u);
   EXPECT_EQ(c.n_flat_weights, 5u);
@@ -33,7 +33,7 @@ TEST(TPEConfigTable, SeedIsWrittenUnderItsNameAndRandomStateStillReads) {
   EXPECT_FALSE(j.contains("random_state"));
   EXPECT_EQ(TPEConfig::from_json(j).to_json(), j);
   EXPECT_TRUE(TPEConfig{}.to_json()["seed"].is_null());
-  EXPECT_FALSE(TPEConfig::from_json({{"seed", nullptr}}).random_state.has_value());
+  EXPECT_FALSE(TPEConfig::from_json({{"seed", nullptr}}).seed.has_value());
 }
 
 TEST(TPEConfigTable, OneBooleanRuleAndNamedErrors) {

@@ -163,8 +163,8 @@ TEST(TPEConfig, KatibSettingsAsStringsAndRoundTrip) {
   const auto& c = dynamic_cast<TPE&>(*s).settings();
   EXPECT_EQ(c.n_startup_trials, 5u);
   EXPECT_EQ(c.n_ei_candidates, 12u);
-  ASSERT_TRUE(c.random_state.has_value());
-  EXPECT_EQ(*c.random_state, 7u);
+  ASSERT_TRUE(c.seed.has_value());
+  EXPECT_EQ(*c.seed, 7u);
   EXPECT_EQ(c.gamma, 0.2);
   EXPECT_EQ(c.prior_weight, 2.5);
   // hyperopt-flavoured Katib names and the preset.

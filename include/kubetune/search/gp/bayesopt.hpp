@@ -28,9 +28,8 @@ Fantasy fantasy_from_string(const std::string& s);
 bool refit_due(std::size_t n, std::size_t n_fit, int refit_scale);
 
 /// Runtime configuration; every setting is declared once in src/search/gp/bayesopt.cpp's table, which gives the
-/// JSON round trip (kubetune names and Katib's), validation and the Python keywords. Two members keep their C++
-/// names under the common setting names: `threads` is setting "n_threads" ("threads" still accepted, deprecated
-/// in Python) and `random_state` is setting "seed" (Katib's "random_state" accepted).
+/// JSON round trip (kubetune names and Katib's), validation and the Python keywords. Aliases: "threads" for
+/// "n_threads" (deprecated in Python), Katib's "random_state" for "seed".
 struct GPConfig {
   KernelType kernel = KernelType::Matern52;
   AcqType acq = AcqType::LogEI;
@@ -50,8 +49,8 @@ struct GPConfig {
                                  ///< 0 = refit on every ask
   int max_fit_points = 400;      ///< hyperparameters fitted on at most this many points (best half +
                                  ///< most recent); the posterior always uses every point. 0 = no cap
-  int threads = 0;               ///< OpenMP threads over candidates (<= 0: all)
-  std::optional<std::uint64_t> random_state;  ///< extra seed mixed into the study's stream (Katib/skopt)
+  int n_threads = 0;             ///< OpenMP threads over candidates (<= 0: all)
+  std::optional<std::uint64_t> seed;  ///< extra seed mixed into the study's stream (Katib/skopt)
 };
 
 /// Bayesian optimisation with a GP surrogate (Snoek, Larochelle & Adams, "Practical Bayesian Optimization
