@@ -37,6 +37,19 @@ void warn_renamed(const as::RenamedField& f) {
                   f.new_name);
 }
 
+// A method keyword renamed to the naming rule (threads -> n_threads): the old one still works, with a warning.
+// Giving both is a TypeError naming both (the package's rule for renamed keywords).
+int renamed_int_keyword(const char* fn, std::optional<int> value, std::optional<int> old_value, const char* new_name,
+                        const char* old_name, int fallback) {
+  if (!old_value) return value.value_or(fallback);
+  if (value)
+    throw py::type_error(std::string(fn) + "() got both " + new_name + "= and its deprecated alias " + old_name +
+                         "=");
+  warn_deprecated(std::string(fn) + "(" + old_name + "=...) is deprecated (removed in the next release); use " +
+                  new_name + "=");
+  return *old_value;
+}
+
 // Keyword arguments with each deprecated name moved to its new one (warned); a field given twice is a ValueError.
 py::dict upgrade_kwargs(const py::kwargs& kw, const char* type) {
   py::dict out;
@@ -125,12 +138,6 @@ py::array_t<T> to_array(const std::vector<T>& v) {
   std::copy(v.begin(), v.end(), a.mutable_data());
   return a;
 }
-
-// A fleet of KPA deciders decided in one batch call (numpy in, numpy out, GIL released).
-struct KpaFleet {
-  std::vector<as::KpaDecider> deciders;
-  std::vector<as::ScaleResult> out;
-};
 
 struct HpaFleet {
   std::vector<as::HpaController> hpas;
@@ -333,33 +340,32 @@ void bind_autoscale(py::module_& parent) {
       .def_property_readonly("panic_time", &as::KpaDecider::panic_time)
       .def_property_readonly("max_panic_pods", &as::KpaDecider::max_panic_pods);
   def_state(decider);
-  py::class_<KpaFleet>(m, "KpaFleet", "Many KPA deciders decided in one batch call (numpy in and out)")
+  py::class_<as::KpaFleet>(m, "KpaFleet", "Many KPA deciders decided in one batch call (numpy in and out)")
       .def(py::init([](const as::DeciderSpec& spec, std::size_t n, std::optional<py::array_t<std::int32_t>> ready,
                        double now) {
-             auto f = std::make_unique<KpaFleet>();
-             if (ready) KT_CHECK(static_cast<std::size_t>(ready->size()) == n, InvalidArgument,
-                                 "ready_pods_at_start has ", ready->size(), " entries, expected ", n);
-             f->deciders.reserve(n);
-             for (std::size_t i = 0; i < n; ++i) f->deciders.emplace_back(spec, ready ? ready->at(i) : 0, now);
-             f->out.resize(n);
-             return f;
+             std::vector<std::int32_t> r;
+             if (ready) r.assign(ready->data(), ready->data() + ready->size());
+             return std::make_unique<as::KpaFleet>(spec, n, r, now);
            }),
            py::arg("spec"), py::arg("n"), py::arg("ready_pods_at_start") = py::none(), py::arg("now") = 0.0)
-      .def("__len__", [](const KpaFleet& f) { return f.deciders.size(); })
+      .def("__len__", &as::KpaFleet::size)
       .def(
           "decide",
-          [](KpaFleet& f, double now, py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> ready,
+          [](as::KpaFleet& f, double now, py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> ready,
              py::array_t<double, py::array::c_style | py::array::forcecast> stable,
-             py::array_t<double, py::array::c_style | py::array::forcecast> panic, int threads) {
-            const std::size_t n = f.deciders.size();
+             py::array_t<double, py::array::c_style | py::array::forcecast> panic, std::optional<int> n_threads_arg,
+             std::optional<int> threads) {
+            const int n_threads =
+                renamed_int_keyword("KpaFleet.decide", n_threads_arg, threads, "n_threads", "threads", 1);
+            const std::size_t n = f.size();
             KT_CHECK(static_cast<std::size_t>(ready.size()) == n && static_cast<std::size_t>(stable.size()) == n &&
                          static_cast<std::size_t>(panic.size()) == n,
                      InvalidArgument, "ready_pods, observed_stable and observed_panic must each have ", n,
                      " entries (got ", ready.size(), ", ", stable.size(), ", ", panic.size(), ")");
+            const std::vector<as::ScaleResult>* res = nullptr;
             {
               py::gil_scoped_release nogil;
-              as::kpa_decide_batch(f.deciders.data(), n, now, ready.data(), stable.data(), panic.data(),
-                                   f.out.data(), threads);
+              res = &f.decide(now, ready.data(), stable.data(), panic.data(), n_threads);
             }
             py::array_t<std::int32_t> desired(n), ebc(n), act(n);
             py::array_t<bool> pan(n);
@@ -368,10 +374,10 @@ void bind_autoscale(py::module_& parent) {
             auto* a = act.mutable_data();
             auto* p = pan.mutable_data();
             for (std::size_t i = 0; i < n; ++i) {
-              d[i] = f.out[i].desired_pod_count;
-              e[i] = f.out[i].excess_burst_capacity;
-              a[i] = f.out[i].num_activators;
-              p[i] = f.out[i].panicking;
+              d[i] = (*res)[i].desired_pod_count;
+              e[i] = (*res)[i].excess_burst_capacity;
+              a[i] = (*res)[i].num_activators;
+              p[i] = (*res)[i].panicking;
             }
             py::dict r;
             r["desired_pod_count"] = desired;
@@ -381,19 +387,16 @@ void bind_autoscale(py::module_& parent) {
             return r;
           },
           py::arg("now"), py::arg("ready_pods"), py::arg("observed_stable"), py::arg("observed_panic"),
-          py::arg("threads") = 1)
+          py::arg("n_threads") = py::none(), py::kw_only(), py::arg("threads") = py::none(),
+          "One decide of every decider; n_threads (default 1) <= 0: all hardware threads (threads=: deprecated "
+          "alias)")
       .def(
           "snapshot",
-          [](const KpaFleet& f) {
-            return from_json_text(as::kpa_fleet_snapshot_json(f.deciders.data(), f.deciders.size()))
-                .cast<py::list>();
-          },
+          [](const as::KpaFleet& f) { return from_json_text(f.snapshot_json()).cast<py::list>(); },
           "The deciders' states, one dict each, to persist across restarts")
       .def(
           "restore",
-          [](KpaFleet& f, const py::object& state) {
-            as::kpa_fleet_restore_json(f.deciders.data(), f.deciders.size(), to_json_text(state));
-          },
+          [](as::KpaFleet& f, const py::object& state) { f.restore_json(to_json_text(state)); },
           py::arg("state"), "Replaces every decider's state with snapshot()'s list (or its JSON); all or nothing");
 
   py::class_<as::Stat>(m, "Stat", "A metric report: concurrency and request count (minus what the activator saw)")
@@ -621,7 +624,10 @@ void bind_autoscale(py::module_& parent) {
       .def(
           "reconcile",
           [](HpaFleet& f, double now, py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> current,
-             py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> proposals, int threads) {
+             py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> proposals,
+             std::optional<int> n_threads_arg, std::optional<int> threads) {
+            const int n_threads =
+                renamed_int_keyword("HpaFleet.reconcile", n_threads_arg, threads, "n_threads", "threads", 1);
             const std::size_t n = f.hpas.size();
             KT_CHECK(static_cast<std::size_t>(current.size()) == n && static_cast<std::size_t>(proposals.size()) == n,
                      InvalidArgument, "current_replicas and proposals must each have ", n, " entries (got ",
@@ -632,14 +638,15 @@ void bind_autoscale(py::module_& parent) {
               auto* d = desired.mutable_data();
               auto* r = rescale.mutable_data();
               py::gil_scoped_release nogil;
-              as::hpa_reconcile_batch(f.hpas.data(), n, now, current.data(), proposals.data(), d, r, threads);
+              as::hpa_reconcile_batch(f.hpas.data(), n, now, current.data(), proposals.data(), d, r, n_threads);
             }
             py::dict out;
             out["desired_replicas"] = desired;
             out["rescale"] = rescale.attr("astype")("bool");
             return out;
           },
-          py::arg("now"), py::arg("current_replicas"), py::arg("proposals"), py::arg("threads") = 1,
+          py::arg("now"), py::arg("current_replicas"), py::arg("proposals"), py::arg("n_threads") = py::none(),
+          py::kw_only(), py::arg("threads") = py::none(),
           "One reconcile of every HPA; proposals[i] < 0 marks HPA i's metric as failed");
 
   // -------------------------------------------------------------------------------------------- queueing

@@ -75,31 +75,20 @@ PyTrial make_py_trial(const SearchSpace& s, Trial t) {
   return p;
 }
 
-Distribution distribution_from(const std::string& s) {
-  if (s == "uniform") return Distribution::Uniform;
-  if (s == "log_uniform" || s == "loguniform" || s == "logUniform") return Distribution::LogUniform;
-  if (s == "normal") return Distribution::Normal;
-  if (s == "log_normal" || s == "lognormal" || s == "logNormal") return Distribution::LogNormal;
-  KT_THROW(InvalidArgument, "unknown distribution '", s, "' (uniform, log_uniform, normal, log_normal)");
-}
-
-std::unique_ptr<Searcher> searcher_from(py::handle h) {
-  if (h.is_none()) return make_searcher({{"type", "random"}});
-  if (py::isinstance<Searcher>(h)) return make_searcher(h.cast<std::shared_ptr<Searcher>>()->config());
-  if (py::isinstance<py::str>(h)) {
-    auto s = h.cast<std::string>();
-    if (!s.empty() && s[0] == '{') return make_searcher(nlohmann::json::parse(s));
-    return make_searcher({{"type", s}});
-  }
-  if (py::isinstance<py::dict>(h)) return make_searcher(py_to_json(h));
+// The edge only converts: a searcher / pruner argument becomes the JSON value Study::from_config reads.
+nlohmann::json searcher_spec(py::handle h) {
+  if (h.is_none()) return nullptr;
+  if (py::isinstance<Searcher>(h)) return h.cast<std::shared_ptr<Searcher>>()->config();
+  if (py::isinstance<py::str>(h)) return h.cast<std::string>();
+  if (py::isinstance<py::dict>(h)) return py_to_json(h);
   throw py::type_error("searcher must be a kubetune searcher (e.g. kt.TPE()), a type name or a config dict");
 }
 
-std::unique_ptr<Pruner> pruner_from(py::handle h) {
+nlohmann::json pruner_spec(py::handle h) {
   if (h.is_none()) return nullptr;
-  if (py::isinstance<Pruner>(h)) return make_pruner(h.cast<std::shared_ptr<Pruner>>()->config());
-  if (py::isinstance<py::str>(h)) return make_pruner({{"type", h.cast<std::string>()}});
-  if (py::isinstance<py::dict>(h)) return make_pruner(py_to_json(h));
+  if (py::isinstance<Pruner>(h)) return h.cast<std::shared_ptr<Pruner>>()->config();
+  if (py::isinstance<py::str>(h)) return h.cast<std::string>();
+  if (py::isinstance<py::dict>(h)) return py_to_json(h);
   throw py::type_error("pruner must be a kubetune pruner (e.g. kt.MedianStop()), a type name or a config dict");
 }
 
@@ -122,13 +111,10 @@ std::int64_t id_arg(py::handle h) {
 }  // namespace
 
 namespace {
-std::vector<Direction> directions_arg(py::handle direction) {
-  std::vector<Direction> dirs;
-  if (py::isinstance<py::str>(direction)) {
-    dirs.push_back(direction_from_string(direction.cast<std::string>()));
-  } else {
-    for (auto d : direction) dirs.push_back(direction_from_string(py::str(d).cast<std::string>()));
-  }
+nlohmann::json direction_spec(py::handle direction) {
+  if (py::isinstance<py::str>(direction)) return direction.cast<std::string>();
+  nlohmann::json dirs = nlohmann::json::array();
+  for (auto d : direction) dirs.push_back(py::str(d).cast<std::string>());
   return dirs;
 }
 
@@ -279,7 +265,7 @@ void bind_core(py::module_& m) {
       .def_property_readonly("type", &Pruner::type)
       .def("config", [](const Pruner& s) { return json_to_py(s.config()); })
       .def("__repr__", [](const Pruner& s) { return "<kubetune pruner " + s.config().dump() + ">"; });
-  m.def("make_searcher", [](py::handle cfg) -> std::shared_ptr<Searcher> { return searcher_from(cfg); },
+  m.def("make_searcher", [](py::handle cfg) -> std::shared_ptr<Searcher> { return searcher_from_spec(searcher_spec(cfg)); },
         py::arg("config"), "Build a searcher from a config dict / JSON string / type name.");
 
   py::class_<SearchSpace>(m, "SearchSpace", "Ordered, validated set of parameters.")
@@ -312,7 +298,7 @@ void bind_core(py::module_& m) {
           "set_prior",
           [](SearchSpace& s, const std::string& name, const std::string& dist, std::optional<double> mu,
              std::optional<double> sigma) -> SearchSpace& {
-            return s.set_prior(name, distribution_from(dist), mu.value_or(std::nan("")), sigma.value_or(0.0));
+            return s.set_prior(name, distribution_from_string(dist), mu.value_or(std::nan("")), sigma.value_or(0.0));
           },
           py::arg("name"), py::arg("distribution"), py::arg("mu") = py::none(), py::arg("sigma") = py::none(),
           py::return_value_policy::reference_internal)
@@ -401,8 +387,10 @@ void bind_core(py::module_& m) {
   py::class_<Study>(m, "Study", "Ask/tell optimisation loop over a search space (thread-safe).")
       .def(py::init([](const SearchSpace& space, py::handle searcher, py::handle direction, std::uint64_t seed,
                        py::handle pruner) {
-             return std::make_unique<Study>(space, searcher_from(searcher), directions_arg(direction), seed,
-                                            pruner_from(pruner));
+             return Study::from_config(space, {{"searcher", searcher_spec(searcher)},
+                                               {"direction", direction_spec(direction)},
+                                               {"seed", seed},
+                                               {"pruner", pruner_spec(pruner)}});
            }),
            py::arg("space"), py::arg("searcher") = py::none(), py::arg("direction") = "minimize",
            py::arg("seed") = 0, py::arg("pruner") = py::none())
@@ -516,9 +504,9 @@ void bind_core(py::module_& m) {
           [](const SearchSpace& space, py::handle searcher, py::handle trials, py::handle direction,
              std::uint64_t seed, std::uint64_t ask_counter, py::handle pruner) {
             std::vector<TrialRecord> recs = trial_records_arg(trials, space.size());
-            auto srch = searcher_from(searcher);
-            auto prn = pruner_from(pruner);
-            auto dirs = directions_arg(direction);
+            auto srch = searcher_from_spec(searcher_spec(searcher));
+            auto prn = pruner_from_spec(pruner_spec(pruner));
+            auto dirs = directions_from_spec(direction_spec(direction));
             py::gil_scoped_release rel;
             return Study::replay(space, std::move(srch), std::move(dirs), seed, recs, ask_counter, std::move(prn));
           },

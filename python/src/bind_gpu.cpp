@@ -8,6 +8,7 @@
 #include "bindings.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/gpu/allocator.hpp"
+#include "kubetune/sched/gpu/allocator_config.hpp"
 #include "kubetune/sched/gpu/cluster.hpp"
 #include "kubetune/sched/gpu/device_plugin.hpp"
 #include "kubetune/sched/gpu/extender.hpp"
@@ -89,12 +90,6 @@ int node_index(const g::Allocator& a, const py::object& node) {
   KT_CHECK(py::isinstance<py::int_>(node) && !py::isinstance<py::bool_>(node), InvalidArgument,
            "node must be a node index (int) or name (str), got ", py::repr(node).cast<std::string>());
   return node.cast<int>();
-}
-
-std::vector<g::TypicalPod> typical_from(const g::Cluster& c, const std::optional<std::vector<g::Request>>& workload,
-                                        double popularity, bool gpu_weighted) {
-  if (!workload || workload->empty()) return {};
-  return g::typical_pods(c, *workload, popularity, true, gpu_weighted);
 }
 
 /// Python subclasses of KubeWriter, called from C++ server threads: the GIL is taken here, and a Python exception
@@ -236,14 +231,15 @@ void bind_gpu(py::module_& parent) {
       .def(py::init([](const g::Cluster& c, const std::string& policy, std::optional<std::vector<g::Request>> workload,
                        double popularity, bool gpu_weighted_typical, bool kube_semantics, bool indexed,
                        std::uint64_t seed) {
-             auto p = g::make_policy(policy, policy == "kubetune" && workload && !workload->empty()
-                                                 ? g::kubetune_typical_pods(c, *workload, popularity)
-                                                 : typical_from(c, workload, popularity, gpu_weighted_typical));
-             p->set_kube_semantics(kube_semantics);
-             g::AllocatorOptions o;
-             o.indexed = indexed;
-             o.seed = seed;
-             return std::make_shared<g::Allocator>(c, p, o);
+             g::AllocatorConfig cfg;
+             cfg.policy = policy;
+             if (workload) cfg.workload = std::move(*workload);
+             cfg.popularity = popularity;
+             cfg.gpu_weighted_typical = gpu_weighted_typical;
+             cfg.kube_semantics = kube_semantics;
+             cfg.indexed = indexed;
+             cfg.seed = seed;
+             return g::make_allocator(c, cfg);
            }),
            py::arg("cluster"), py::arg("policy") = "best_fit", py::kw_only(), py::arg("workload") = py::none(),
            py::arg("popularity") = 0.95, py::arg("gpu_weighted_typical") = true, py::arg("kube_semantics") = false,
@@ -351,7 +347,8 @@ void bind_gpu(py::module_& parent) {
       .def(
           "stats",
           [](const g::Allocator& a, std::optional<std::vector<g::Request>> workload) {
-            g::AllocatorStats s = a.stats(typical_from(a.cluster(), workload, 0.95, true));
+            g::AllocatorStats s =
+                a.stats(workload ? g::typical_pods_for(a.cluster(), "fgd", *workload) : std::vector<g::TypicalPod>{});
             py::dict d;
             d["gpu_milli_capacity"] = s.gpu_milli_capacity;
             d["gpu_milli_allocated"] = s.gpu_milli_allocated;
@@ -388,9 +385,10 @@ void bind_gpu(py::module_& parent) {
              cfg.assume_grace_s = grace;
              cfg.max_body_bytes = max_body;
              if (a) return std::make_shared<g::Extender>(std::move(a), cfg);
-             g::AllocatorOptions opt;
-             opt.seed = seed;
-             return std::make_shared<g::Extender>(g::make_policy(policy), cfg, opt);
+             g::AllocatorConfig ac;
+             ac.policy = policy;
+             ac.seed = seed;
+             return std::make_shared<g::Extender>(g::make_policy(g::Cluster{}, ac), cfg, ac.options());
            }),
            py::arg("allocator") = nullptr, py::arg("policy") = "best_fit", py::arg("gpu_mem_unit_mib") = 1024,
            py::arg("pending_ttl_s") = 300.0, py::arg("max_pending") = 100000, py::arg("assume_grace_s") = 60.0,

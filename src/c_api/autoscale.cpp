@@ -14,8 +14,7 @@
 namespace as = kubetune::sched::autoscale;
 
 struct kt_kpa_fleet {
-  std::vector<as::KpaDecider> deciders;
-  std::vector<as::ScaleResult> out;
+  as::KpaFleet fleet;
 };
 
 struct kt_kpa_scaler {
@@ -70,16 +69,9 @@ KT_API int kt_kpa_fleet_create(const char* config_json, const char* revision_jso
   KT_CHECK(out, InvalidArgument, "out must not be NULL");
   const as::DeciderSpec spec = as::make_decider_spec(as::KpaConfig::from_json(or_empty(config_json)),
                                                      as::KpaRevision::from_json(or_empty(revision_json)));
-  auto* f = new kt_kpa_fleet;
-  try {
-    f->deciders.reserve(n);
-    for (size_t i = 0; i < n; ++i) f->deciders.emplace_back(spec, ready_pods_at_start ? ready_pods_at_start[i] : 0, now);
-    f->out.resize(n);
-  } catch (...) {
-    delete f;
-    throw;
-  }
-  *out = f;
+  std::vector<int32_t> ready;
+  if (ready_pods_at_start) ready.assign(ready_pods_at_start, ready_pods_at_start + n);
+  *out = new kt_kpa_fleet{as::KpaFleet(spec, n, ready, now)};
   KT_API_END(err_out)
 }
 
@@ -88,22 +80,20 @@ KT_API void kt_kpa_fleet_free(kt_kpa_fleet* fleet) { delete fleet; }
 KT_API int kt_kpa_fleet_size(const kt_kpa_fleet* fleet, size_t* out, char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(fleet && out, InvalidArgument, "fleet and out must not be NULL");
-  *out = fleet->deciders.size();
+  *out = fleet->fleet.size();
   KT_API_END(err_out)
 }
 
 KT_API int kt_kpa_fleet_decide(kt_kpa_fleet* fleet, double now, size_t n, const int32_t* ready_pods,
                                const double* observed_stable, const double* observed_panic, int32_t* desired_out,
                                int32_t* excess_burst_capacity_out, int32_t* num_activators_out,
-                               uint8_t* panicking_out, int threads, char** err_out) {
+                               uint8_t* panicking_out, int n_threads, char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(fleet, InvalidArgument, "fleet must not be NULL");
-  KT_CHECK(n == fleet->deciders.size(), InvalidArgument, "n = ", n, " must equal the fleet size ",
-           fleet->deciders.size());
-  as::kpa_decide_batch(fleet->deciders.data(), n, now, ready_pods, observed_stable, observed_panic, fleet->out.data(),
-                       threads);
+  KT_CHECK(n == fleet->fleet.size(), InvalidArgument, "n = ", n, " must equal the fleet size ", fleet->fleet.size());
+  const auto& res = fleet->fleet.decide(now, ready_pods, observed_stable, observed_panic, n_threads);
   for (size_t i = 0; i < n; ++i) {
-    const as::ScaleResult& r = fleet->out[i];
+    const as::ScaleResult& r = res[i];
     if (desired_out) desired_out[i] = r.desired_pod_count;
     if (excess_burst_capacity_out) excess_burst_capacity_out[i] = r.excess_burst_capacity;
     if (num_activators_out) num_activators_out[i] = r.num_activators;
@@ -115,14 +105,14 @@ KT_API int kt_kpa_fleet_decide(kt_kpa_fleet* fleet, double now, size_t n, const 
 KT_API int kt_kpa_fleet_state_json(const kt_kpa_fleet* fleet, char** out_json, char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(fleet && out_json, InvalidArgument, "fleet and out_json must not be NULL");
-  *out_json = kubetune::capi::dup_string(as::kpa_fleet_snapshot_json(fleet->deciders.data(), fleet->deciders.size()));
+  *out_json = kubetune::capi::dup_string(fleet->fleet.snapshot_json());
   KT_API_END(err_out)
 }
 
 KT_API int kt_kpa_fleet_restore(kt_kpa_fleet* fleet, const char* state_json, char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(fleet && state_json, InvalidArgument, "fleet and state_json must not be NULL");
-  as::kpa_fleet_restore_json(fleet->deciders.data(), fleet->deciders.size(), state_json);
+  fleet->fleet.restore_json(state_json);
   KT_API_END(err_out)
 }
 
@@ -270,12 +260,13 @@ KT_API int kt_hpa_fleet_create(const char* spec_json, const char* controller_jso
 KT_API void kt_hpa_fleet_free(kt_hpa_fleet* fleet) { delete fleet; }
 
 KT_API int kt_hpa_fleet_reconcile(kt_hpa_fleet* fleet, double now, size_t n, const int32_t* current_replicas,
-                                  const int32_t* proposals, int32_t* desired_out, uint8_t* rescale_out, int threads,
+                                  const int32_t* proposals, int32_t* desired_out, uint8_t* rescale_out, int n_threads,
                                   char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(fleet, InvalidArgument, "fleet must not be NULL");
   KT_CHECK(n == fleet->hpas.size(), InvalidArgument, "n = ", n, " must equal the fleet size ", fleet->hpas.size());
-  as::hpa_reconcile_batch(fleet->hpas.data(), n, now, current_replicas, proposals, desired_out, rescale_out, threads);
+  as::hpa_reconcile_batch(fleet->hpas.data(), n, now, current_replicas, proposals, desired_out, rescale_out,
+                          n_threads);
   KT_API_END(err_out)
 }
 

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "c_api_internal.hpp"
-#include "kubetune/core/json_limits.hpp"
 #include "kubetune/sched/gpu/allocator.hpp"
+#include "kubetune/sched/gpu/allocator_config.hpp"
 #include "kubetune/sched/gpu/device_plugin.hpp"
 #include "kubetune/sched/gpu/extender.hpp"
 
@@ -45,28 +45,10 @@ KT_API int kt_gpu_allocator_create(const char* cluster_json, const char* options
   KT_CHECK(out != nullptr, InvalidArgument, "out must not be NULL");
   KT_CHECK(cluster_json != nullptr, InvalidArgument, "cluster_json must not be NULL");
   g::Cluster c = g::Cluster::from_json(cluster_json);
-  json o = options_json ? parse_or_throw(options_json, "options_json") : json::object();
-  KT_CHECK(o.is_object(), InvalidArgument, "options_json must be a JSON object");
-  const std::string policy = o.value("policy", std::string("best_fit"));
-  std::vector<g::TypicalPod> typical;
-  if (o.contains("workload")) {
-    KT_CHECK(o["workload"].is_array(), InvalidArgument, "options field 'workload' must be an array of requests");
-    std::vector<g::Request> w;
-    for (const json& r : o["workload"]) w.push_back(g::request_from_json(r.dump()));
-    typical = policy == "kubetune" ? g::kubetune_typical_pods(c, w, o.value("popularity", 0.95))
-                                   : g::typical_pods(c, w, o.value("popularity", 0.95), true,
-                                                     o.value("gpu_weighted_typical", true));
-  }
-  auto p = g::make_policy(policy, typical);
-  p->set_kube_semantics(o.value("kube_semantics", false));
-  g::AllocatorOptions ao;
-  ao.indexed = o.value("indexed", true);
-  ao.seed = kubetune::checked_int_or(o, "seed", std::uint64_t{0}, "options field 'seed'");
-  g::ExtenderConfig ec;
-  ec.gpu_mem_unit_mib = kubetune::checked_int_or(o, "gpu_mem_unit_mib", std::int64_t{1024},
-                                                 "options field 'gpu_mem_unit_mib'");
+  const json o = options_json ? parse_or_throw(options_json, "options_json") : json::object();
+  const auto [ac, ec] = g::allocator_and_extender_from_json(o);
   auto h = std::make_unique<kt_gpu_allocator>();
-  h->alloc = std::make_shared<g::Allocator>(std::move(c), p, ao);
+  h->alloc = g::make_allocator(std::move(c), ac);
   h->ext = std::make_unique<g::Extender>(h->alloc, ec);
   *out = h.release();
   KT_API_END(err_out)

@@ -34,36 +34,6 @@ Assignment to_assignment(const json& j) {
   return a;
 }
 
-// "searcher" / "pruner": a type name or a config object; absent or null gives `fallback` (null: none).
-json component_config(const json& cfg, const char* key, const json& fallback) {
-  auto it = cfg.find(key);
-  if (it == cfg.end() || it->is_null()) return fallback;
-  if (it->is_string()) return json{{"type", it->get<std::string>()}};
-  KT_CHECK(it->is_object(), InvalidArgument, "study config: '", key, "' must be a type name or an object, got ",
-           kubetune::json_summary(*it));
-  return *it;
-}
-
-std::vector<kubetune::Direction> directions(const json& cfg) {
-  std::vector<kubetune::Direction> dirs;
-  auto it = cfg.find("directions");
-  if (it == cfg.end()) {
-    auto d = cfg.find("direction");
-    if (d == cfg.end()) return {kubetune::Direction::Minimize};
-    KT_CHECK(d->is_string(), InvalidArgument, "study config: 'direction' must be a string, got ",
-             kubetune::json_summary(*d));
-    return {kubetune::direction_from_string(d->get<std::string>())};
-  }
-  KT_CHECK(it->is_array(), InvalidArgument, "study config: 'directions' must be a list of strings, got ",
-           kubetune::json_summary(*it));
-  for (const auto& d : *it) {
-    KT_CHECK(d.is_string(), InvalidArgument, "study config: 'directions' entries must be strings, got ",
-             kubetune::json_summary(d));
-    dirs.push_back(kubetune::direction_from_string(d.get<std::string>()));
-  }
-  return dirs;
-}
-
 json params_json(const kubetune::SearchSpace& s, const std::vector<double>& x) {
   json p = json::object();
   for (const auto& [k, v] : s.to_assignment(x)) {
@@ -92,22 +62,7 @@ KT_API int kt_study_create(const char* config_json, kt_study** out, char** err_o
   check_out(out, "out");
   *out = nullptr;
   kubetune::register_builtins();
-  json cfg = parse(config_json, "config_json");
-  KT_CHECK(cfg.is_object(), InvalidArgument, "study config must be a JSON object, got ",
-           kubetune::json_summary(cfg));
-  kubetune::SearchSpace space;
-  if (cfg.contains("katib_parameters")) space = kubetune::SearchSpace::from_katib(cfg["katib_parameters"]);
-  else {
-    KT_CHECK(cfg.contains("space"), InvalidArgument, "study config needs 'space' or 'katib_parameters'");
-    space = kubetune::SearchSpace::from_json(cfg["space"]);
-  }
-  std::unique_ptr<kubetune::Pruner> pruner;
-  if (json pj = component_config(cfg, "pruner", nullptr); !pj.is_null()) pruner = kubetune::make_pruner(pj);
-  const auto seed =
-      cfg.contains("seed") ? kubetune::checked_int<std::uint64_t>(cfg["seed"], "study config: 'seed'") : 0;
-  auto searcher = kubetune::make_searcher(component_config(cfg, "searcher", json{{"type", "random"}}));
-  auto study = std::make_unique<kubetune::Study>(std::move(space), std::move(searcher), directions(cfg), seed,
-                                                 std::move(pruner));
+  auto study = kubetune::Study::from_config(parse(config_json, "config_json"));
   *out = new kt_study{std::move(study)};
   KT_API_END(err_out)
 }

@@ -73,14 +73,32 @@ void unit_bounds(const Param& p, double& a, double& b) {
   }
 }
 
+bool distribution_lookup(const std::string& s, Distribution& out) noexcept {
+  if (s == "uniform") out = Distribution::Uniform;
+  else if (s == "log_uniform" || s == "logUniform" || s == "loguniform") out = Distribution::LogUniform;
+  else if (s == "normal") out = Distribution::Normal;
+  else if (s == "log_normal" || s == "logNormal" || s == "lognormal") out = Distribution::LogNormal;
+  else return false;
+  return true;
+}
+
+constexpr const char* kDistributionNames = "uniform, log_uniform, normal, log_normal";
+
+// A parameter's "distribution" in a space's JSON or a Katib feasibleSpace: empty (Katib's unset) is uniform.
 Distribution parse_distribution(const std::string& s, const std::string& name) {
-  if (s.empty() || s == "uniform") return Distribution::Uniform;
-  if (s == "log_uniform" || s == "logUniform" || s == "loguniform") return Distribution::LogUniform;
-  if (s == "normal") return Distribution::Normal;
-  if (s == "log_normal" || s == "logNormal" || s == "lognormal") return Distribution::LogNormal;
-  KT_THROW(InvalidArgument, "parameter '", name, "': unknown distribution '", s, "'");
+  Distribution d = Distribution::Uniform;
+  if (s.empty() || distribution_lookup(s, d)) return d;
+  KT_THROW(InvalidArgument, "parameter '", name, "': unknown distribution '", s, "' (expected ", kDistributionNames,
+           ")");
 }
 }  // namespace
+
+Distribution distribution_from_string(const std::string& s) {
+  Distribution d = Distribution::Uniform;
+  KT_CHECK(distribution_lookup(s, d), InvalidArgument, "unknown distribution '", s, "' (expected ",
+           kDistributionNames, ")");
+  return d;
+}
 
 std::string to_string(ParamType t) {
   switch (t) {

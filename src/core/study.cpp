@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -354,6 +355,111 @@ void check_point(const SearchSpace& space, std::vector<double>& x, bool conditio
   }
 }
 }  // namespace
+
+// ----------------------------------------------------------------------------------- study configuration
+namespace {
+using nlohmann::json;
+
+// A component ("searcher" / "pruner") as a config object: a type name, a JSON object text or an object.
+json component_object(const json& spec, const std::string& field) {
+  if (spec.is_string()) {
+    const auto& s = spec.get_ref<const std::string&>();
+    KT_CHECK(!s.empty(), InvalidArgument, "study config: '", field, "' must not be an empty type name");
+    if (s.front() == '{') {
+      json j = parse_user_json(s, "study config: '" + field + "'");
+      KT_CHECK(j.is_object(), InvalidArgument, "study config: '", field, "' text must be a JSON object, got ",
+               json_summary(j));
+      return j;
+    }
+    return json{{"type", s}};
+  }
+  KT_CHECK(spec.is_object(), InvalidArgument, "study config: '", field,
+           "' must be a type name or an object, got ", json_summary(spec));
+  return spec;
+}
+
+Direction direction_entry(const json& d, const std::string& field) {
+  KT_CHECK(d.is_string(), InvalidArgument, "study config: '", field, "' entries must be strings, got ",
+           json_summary(d));
+  return direction_from_string(d.get<std::string>());
+}
+
+std::unique_ptr<Study> study_from_config(std::optional<SearchSpace> given, const json& cfg) {
+  KT_CHECK(cfg.is_object(), InvalidArgument, "study config must be a JSON object, got ", json_summary(cfg));
+  static const char* const kKeys[] = {"space", "katib_parameters", "searcher", "pruner", "direction", "directions",
+                                      "seed"};
+  for (const auto& [k, v] : cfg.items()) {
+    (void)v;
+    bool known = false;
+    for (const char* key : kKeys) known = known || k == key;
+    KT_CHECK(known, InvalidArgument, "study config: unknown key '", k,
+             "' (expected space, katib_parameters, searcher, pruner, direction, directions, seed)");
+  }
+  const auto space_it = cfg.find("space");
+  const auto katib_it = cfg.find("katib_parameters");
+  SearchSpace space;
+  if (given) {
+    KT_CHECK(space_it == cfg.end() && katib_it == cfg.end(), InvalidArgument,
+             "study config: the space is given, so 'space' / 'katib_parameters' must not be");
+    space = std::move(*given);
+  } else {
+    KT_CHECK(space_it == cfg.end() || katib_it == cfg.end(), InvalidArgument,
+             "study config: give 'space' or 'katib_parameters', not both");
+    if (katib_it != cfg.end()) space = SearchSpace::from_katib(*katib_it);
+    else {
+      KT_CHECK(space_it != cfg.end(), InvalidArgument, "study config needs 'space' or 'katib_parameters'");
+      space = SearchSpace::from_json(*space_it);
+    }
+  }
+  const auto dir_it = cfg.find("direction");
+  const auto dirs_it = cfg.find("directions");
+  KT_CHECK(dir_it == cfg.end() || dirs_it == cfg.end(), InvalidArgument,
+           "study config: give 'direction' or 'directions', not both");
+  std::vector<Direction> dirs{Direction::Minimize};
+  if (dirs_it != cfg.end()) {
+    KT_CHECK(dirs_it->is_array(), InvalidArgument, "study config: 'directions' must be a list of strings, got ",
+             json_summary(*dirs_it));
+    dirs = directions_from_spec(*dirs_it, "directions");
+  } else if (dir_it != cfg.end()) {
+    dirs = directions_from_spec(*dir_it, "direction");
+  }
+  const std::uint64_t seed = checked_int_or(cfg, "seed", std::uint64_t{0}, "study config: 'seed'");
+  const auto srch_it = cfg.find("searcher");
+  auto searcher = searcher_from_spec(srch_it == cfg.end() ? json() : *srch_it, "searcher");
+  const auto prn_it = cfg.find("pruner");
+  auto pruner = pruner_from_spec(prn_it == cfg.end() ? json() : *prn_it, "pruner");
+  return std::make_unique<Study>(std::move(space), std::move(searcher), std::move(dirs), seed, std::move(pruner));
+}
+}  // namespace
+
+std::unique_ptr<Searcher> searcher_from_spec(const nlohmann::json& spec, const std::string& field) {
+  if (spec.is_null()) return make_searcher(json{{"type", "random"}});
+  return make_searcher(component_object(spec, field));
+}
+
+std::unique_ptr<Pruner> pruner_from_spec(const nlohmann::json& spec, const std::string& field) {
+  if (spec.is_null()) return nullptr;
+  return make_pruner(component_object(spec, field));
+}
+
+std::vector<Direction> directions_from_spec(const nlohmann::json& spec, const std::string& field) {
+  if (spec.is_string()) return {direction_from_string(spec.get<std::string>())};
+  KT_CHECK(spec.is_array(), InvalidArgument, "study config: '", field,
+           "' must be a string or a list of strings, got ", json_summary(spec));
+  KT_CHECK(!spec.empty(), InvalidArgument, "study config: '", field, "' must name at least one direction");
+  std::vector<Direction> dirs;
+  dirs.reserve(spec.size());
+  for (const auto& d : spec) dirs.push_back(direction_entry(d, field));
+  return dirs;
+}
+
+std::unique_ptr<Study> Study::from_config(const nlohmann::json& config) {
+  return study_from_config(std::nullopt, config);
+}
+
+std::unique_ptr<Study> Study::from_config(SearchSpace space, const nlohmann::json& config) {
+  return study_from_config(std::move(space), config);
+}
 
 std::unique_ptr<Study> Study::replay(SearchSpace space, std::unique_ptr<Searcher> searcher,
                                      std::vector<Direction> directions, std::uint64_t seed,

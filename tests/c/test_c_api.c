@@ -77,6 +77,13 @@ static void hardening_checks(void) {
   expect_invalid(kt_study_create(cfg, &st, &err), &err, "'directions' entries must be strings", "direction type");
   snprintf(cfg, sizeof cfg, "%s, \"searcher\": 5}", space);
   expect_invalid(kt_study_create(cfg, &st, &err), &err, "'searcher' must be a type name or an object", "searcher");
+  snprintf(cfg, sizeof cfg, "%s, \"sed\": 1}", space);
+  expect_invalid(kt_study_create(cfg, &st, &err), &err, "unknown key 'sed'", "unknown study key");
+  snprintf(cfg, sizeof cfg, "%s, \"direction\": [\"minimize\", \"maximize\"], \"searcher\": \"{\\\"type\\\": \\\"random\\\"}\"}",
+           space);
+  CHECK(kt_study_create(cfg, &st, NULL) == KT_OK, "Python's forms: a direction list and a searcher as JSON text");
+  kt_study_free(st);
+  st = NULL;
   snprintf(cfg, sizeof cfg, "%s, \"seed\": -1}", space);
   expect_invalid(kt_study_create(cfg, &st, &err), &err, "'seed' = -1", "negative seed");
   snprintf(cfg, sizeof cfg, "%s, \"seed\": 1e300}", space);

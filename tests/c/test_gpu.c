@@ -62,6 +62,20 @@ int main(void) {
     CHECK(err != NULL && strstr(err, "options field 'seed' = -1: must not be negative") != NULL);
     kt_free_string(err);
     err = NULL;
+    /* Unknown keys are refused by name (a typo no longer falls back to a default silently), and fgd / kubetune
+     * need a non-empty workload whether it is absent or empty. */
+    CHECK(kt_gpu_allocator_create(cluster, "{\"polcy\":\"fgd\"}", &b, &err) == KT_ERR_INVALID);
+    CHECK(err != NULL && strstr(err, "field 'polcy' is unknown") != NULL);
+    kt_free_string(err);
+    err = NULL;
+    CHECK(kt_gpu_allocator_create(cluster, "{\"policy\":\"fgd\",\"workload\":[]}", &b, &err) == KT_ERR_INVALID);
+    CHECK(err != NULL && strstr(err, "needs a non-empty 'workload'") != NULL);
+    kt_free_string(err);
+    err = NULL;
+    CHECK(kt_gpu_allocator_create(cluster, "{\"kube_semantics\":1}", &b, &err) == KT_ERR_INVALID);
+    CHECK(err != NULL && strstr(err, "'kube_semantics' must be true or false") != NULL);
+    kt_free_string(err);
+    err = NULL;
   }
   CHECK(kt_gpu_release(a, 999, NULL) == KT_ERR_NOT_FOUND);
   CHECK(kt_gpu_release(a, 1, NULL) == KT_OK);

@@ -77,13 +77,30 @@ def test_kpa_fleet_batch_matches_single_deciders():
         ready = rng.integers(0, 30, n).astype(np.int32)
         stable = rng.uniform(0, 300, n)
         panic = rng.uniform(0, 300, n)
-        out = fleet.decide(tick * 2.0, ready, stable, panic, threads=1 + tick % 2)
+        out = fleet.decide(tick * 2.0, ready, stable, panic, n_threads=1 + tick % 2)
         want = [s.decide(tick * 2.0, int(ready[i]), float(stable[i]), float(panic[i])) for i, s in enumerate(singles)]
         assert np.array_equal(out["desired_pod_count"], [w.desired_pod_count for w in want])
         assert np.array_equal(out["excess_burst_capacity"], [w.excess_burst_capacity for w in want])
         assert np.array_equal(out["panicking"], [w.panicking for w in want])
     with pytest.raises(ValueError, match="entries"):
         fleet.decide(0.0, ready[:5], stable, panic)
+    with pytest.raises(ValueError, match="ready_pods_at_start has 3 entries, expected 4"):
+        a.KpaFleet(spec, 4, np.zeros(3, dtype=np.int32))
+
+
+def test_threads_keyword_is_a_deprecated_alias_of_n_threads():
+    spec = a.make_decider_spec(a.KpaConfig(), a.KpaRevision(container_concurrency=10))
+    fleet, twin = a.KpaFleet(spec, 3), a.KpaFleet(spec, 3)
+    ready, stable, panic = np.array([1, 2, 3], dtype=np.int32), np.array([5.0, 50.0, 500.0]), np.array([5.0] * 3)
+    with pytest.warns(DeprecationWarning, match=r"KpaFleet.decide\(threads=...\) is deprecated.*n_threads="):
+        old = fleet.decide(0.0, ready, stable, panic, threads=2)
+    new = twin.decide(0.0, ready, stable, panic, n_threads=2)
+    assert np.array_equal(old["desired_pod_count"], new["desired_pod_count"])
+    with pytest.raises(TypeError, match=r"KpaFleet.decide\(\) got both n_threads= and its deprecated alias threads="):
+        fleet.decide(2.0, ready, stable, panic, n_threads=1, threads=1)
+    hpa = a.HpaFleet(a.HpaSpec(1, 10), 2)
+    with pytest.warns(DeprecationWarning, match=r"HpaFleet.reconcile\(threads=...\)"):
+        hpa.reconcile(0.0, np.array([1, 1], dtype=np.int32), np.array([2, -1], dtype=np.int32), threads=1)
 
 
 def test_kpa_scale_to_zero_after_grace():

@@ -118,7 +118,7 @@ def synced(api, core, ext):
 
 @pytest.fixture
 def server(ext):
-    with sched.ExtenderServer(ext, host="127.0.0.1", port=0, threads=2) as srv:
+    with sched.ExtenderServer(ext, host="127.0.0.1", port=0, n_threads=2) as srv:
         yield srv
 
 

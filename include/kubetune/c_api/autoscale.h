@@ -20,11 +20,11 @@ KT_API int kt_kpa_fleet_create(const char* config_json, const char* revision_jso
 KT_API void kt_kpa_fleet_free(kt_kpa_fleet* fleet);
 KT_API int kt_kpa_fleet_size(const kt_kpa_fleet* fleet, size_t* out, char** err_out);
 /* One tick for all n revisions at time `now` (seconds): inputs are per revision; outputs are caller-allocated
- * arrays of n entries (any output pointer may be NULL). `threads` <= 0: all hardware threads. */
+ * arrays of n entries (any output pointer may be NULL). `n_threads` <= 0: all hardware threads. */
 KT_API int kt_kpa_fleet_decide(kt_kpa_fleet* fleet, double now, size_t n, const int32_t* ready_pods,
                                const double* observed_stable, const double* observed_panic, int32_t* desired_out,
                                int32_t* excess_burst_capacity_out, int32_t* num_activators_out,
-                               uint8_t* panicking_out, int threads, char** err_out);
+                               uint8_t* panicking_out, int n_threads, char** err_out);
 /* The fleet's state, to persist across restarts: a JSON array with one object per decider (panicking,
  * panic_time_s, max_panic_pods, delay_window: [{time_s, pods}], docs/autoscale.md); free with kt_free_string.
  * kt_kpa_fleet_restore sets it back into a fleet of the same size and spec, all deciders or none; a bad state
@@ -134,9 +134,9 @@ KT_API int kt_hpa_fleet_create(const char* spec_json, const char* controller_jso
                                char** err_out);
 KT_API void kt_hpa_fleet_free(kt_hpa_fleet* fleet);
 /* proposals[i] < 0 marks HPA i's metric as failed; desired_out / rescale_out are caller-allocated arrays of n
- * entries (either may be NULL). `threads` <= 0: all hardware threads. */
+ * entries (either may be NULL). `n_threads` <= 0: all hardware threads. */
 KT_API int kt_hpa_fleet_reconcile(kt_hpa_fleet* fleet, double now, size_t n, const int32_t* current_replicas,
-                                  const int32_t* proposals, int32_t* desired_out, uint8_t* rescale_out, int threads,
+                                  const int32_t* proposals, int32_t* desired_out, uint8_t* rescale_out, int n_threads,
                                   char** err_out);
 
 /* ---- Queueing ---------------------------------------------------------------------------------------- */

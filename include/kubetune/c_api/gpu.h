@@ -13,9 +13,12 @@ typedef struct kt_gpu_allocator kt_gpu_allocator;
 /* cluster_json: {"nodes":[{"name","cpu_milli","memory_mib","gpus","gpu_memory_mib","gpu_memory_total_mib",
  *                          "gpu_memory_unit_mib","model","mig",
  *                          "nvlink_islands" | "links":[[a,b,"nvlink"],...]}]}
- * options_json (may be NULL): {"policy": "best_fit"|"gpushare"|"spread"|"fgd"|"kubetune", "indexed": true,
- *   "seed": 0, "kube_semantics": false, "gpu_mem_unit_mib": 1024,
- *   "workload": [request, ...]   (typical tasks for fgd / kubetune; required by them)}
+ * options_json (may be NULL): kubetune::sched::gpu::AllocatorConfig's keys, read by
+ *   allocator_and_extender_from_json: {"policy": "best_fit"|"gpushare"|"spread"|"fgd"|"kubetune", "indexed": true,
+ *   "seed": 0, "kube_semantics": false, "popularity": 0.95, "gpu_weighted_typical": true,
+ *   "workload": [request, ...]   (typical tasks for fgd / kubetune; required non-empty by them, ignored by others),
+ *   and the extender's "gpu_mem_unit_mib": 1024, "pending_ttl_s": 300, "max_pending": 100000,
+ *   "assume_grace_s": 60, "max_body_bytes": 67108864}. An unknown key or a wrong type is KT_ERR_INVALID naming it.
  * gpu_memory_total_mib: gpushare's node total (aliyun.com/gpu-mem); with gpu_memory_mib 0 the per-GPU memory is
  * floor(total / unit / gpus) * unit (unit = gpu_memory_unit_mib, 1024 for GiB), as gpushare divides it.
  * A MIG node's model must have a MIG table (A100-40GB, A100-80GB, H100-80GB, H100-94GB and aliases). */

@@ -9,12 +9,12 @@ extern "C" {
 typedef struct kt_study kt_study; /* opaque; thread-safe; free with kt_study_free */
 
 /* Every JSON text given to these functions may nest at most 64 levels deep (KT_ERR_INVALID beyond).
- * Create a study from JSON:
- *   {"space": {"parameters": [...]}            kubetune format (or "katib_parameters": [Katib list]),
- *    "searcher": {"type": "random", ...},      or a type name string; default random,
- *    "direction": "minimize" | "maximize",     or "directions": [...],
- *    "seed": 0, "pruner": {"type": ...}}       seed: an integer in [0, 2^64)
- * Malformed shapes return KT_ERR_INVALID with a message naming the field.                      */
+ * Create a study from JSON (read by kubetune::Study::from_config, as Python's kt.Study is):
+ *   {"space": {"parameters": [...]}            kubetune format (or "katib_parameters": [Katib list], not both),
+ *    "searcher": {"type": "random", ...},      or a type name string, or that object as JSON text; default random,
+ *    "direction": "minimize" | "maximize",     or a list of them; or "directions": [...] (not both),
+ *    "seed": 0, "pruner": {"type": ...}}       seed: an integer in [0, 2^64); pruner: object or type name
+ * Malformed shapes and unknown keys return KT_ERR_INVALID with a message naming the field.    */
 KT_API int kt_study_create(const char* config_json, kt_study** out, char** err_out);
 KT_API void kt_study_free(kt_study* study);
 /* Ask up to n trials, 1 <= n <= 100000; *trials_json = [{"id": 0, "params": {"x": 1.5, ...}}, ...]

@@ -52,6 +52,11 @@ using Assignment = std::vector<std::pair<std::string, Value>>;
 
 std::string to_string(ParamType t);
 std::string to_string(Distribution d);
+/// The inverse of to_string(Distribution), with the spellings Katib and Optuna use: "uniform", "log_uniform"
+/// (also "loguniform", "logUniform"), "normal", "log_normal" (also "lognormal", "logNormal"). Anything else
+/// (the empty string too) is InvalidArgument naming the value; a space's JSON and Katib's feasibleSpace read an
+/// empty or absent distribution as uniform.
+Distribution distribution_from_string(const std::string& s);
 std::string value_to_string(const Value& v);
 
 /// Ordered set of parameters. Validates on every addition, with messages that name the parameter.

@@ -27,6 +27,14 @@ struct TrialRecord {
   std::map<std::string, double> system_attrs;  ///< searcher attributes handed out with the trial (bracket, ...)
 };
 
+/// Searcher from a study config's "searcher" value: null -> random, "tpe" -> {"type": "tpe"}, a string starting
+/// with '{' -> that JSON text, an object -> make_searcher(object). Anything else: InvalidArgument naming `field`.
+std::unique_ptr<Searcher> searcher_from_spec(const nlohmann::json& spec, const std::string& field = "searcher");
+/// Pruner from a study config's "pruner" value: null -> none (nullptr), a type name or a config object.
+std::unique_ptr<Pruner> pruner_from_spec(const nlohmann::json& spec, const std::string& field = "pruner");
+/// Directions from a study config's "direction" value: a string or a list of strings.
+std::vector<Direction> directions_from_spec(const nlohmann::json& spec, const std::string& field = "direction");
+
 /// A study owns its trials. Same seed + same tells => same asks, bit for bit (each ask draws from
 /// Rng(seed, ask counter), and searchers are stateless beyond their config). All methods are thread-safe.
 class Study {
@@ -36,6 +44,23 @@ class Study {
         std::unique_ptr<Pruner> pruner = nullptr);
   Study(const Study&) = delete;
   Study& operator=(const Study&) = delete;
+
+  /// A study from its configuration object, the one reading of it that every edge (the C API's
+  /// kt_study_create, Python's kt.Study(...)) uses. Keys (all optional except the space):
+  ///   "space": SearchSpace::from_json's object, or "katib_parameters": Katib's `parameters` list (one of the two;
+  ///            both is InvalidArgument);
+  ///   "searcher": null (random), a type name ("tpe"), a JSON object text ("{\"type\": \"tpe\"}") or a config
+  ///               object ({"type": "tpe", ...}), as searcher_from_spec reads it;
+  ///   "pruner": null (none), a type name or a config object, as pruner_from_spec reads it;
+  ///   "direction": "minimize" | "maximize", or a list of them (one per objective);
+  ///   "directions": a list of them (not both "direction" and "directions"; neither: ["minimize"]);
+  ///   "seed": an integer in [0, 2^64) (default 0).
+  /// Any other key is InvalidArgument naming it; errors name the field ("study config: 'seed' = -1 ...").
+  /// Needs register_builtins() first for searcher and pruner types.
+  static std::unique_ptr<Study> from_config(const nlohmann::json& config);
+  /// The same with the space given as an object: `config` holds the other keys ("space" / "katib_parameters"
+  /// there are InvalidArgument).
+  static std::unique_ptr<Study> from_config(SearchSpace space, const nlohmann::json& config);
 
   /// Most trials one ask hands out (n is reserved up front; larger batches are a caller's bug, not a need).
   static constexpr std::size_t kMaxAskBatch = 100000;

@@ -725,7 +725,7 @@ std::int32_t HpaController::normalize_with_behavior(double now, std::int32_t cur
 // is the same reconcile per entry; the proposal vector is reused per thread.
 void hpa_reconcile_batch(HpaController* hpas, std::size_t n, double now, const std::int32_t* current,
                          const std::int32_t* proposals, std::int32_t* desired_out, std::uint8_t* rescale_out,
-                         int threads) {
+                         int n_threads) {
   if (n == 0) return;
   KT_CHECK(hpas && current && proposals, InvalidArgument, "hpa_reconcile_batch: null pointer with n = ", n);
   // Checked up front: an exception must not leave an OpenMP region.
@@ -737,7 +737,7 @@ void hpa_reconcile_batch(HpaController* hpas, std::size_t n, double now, const s
     if (desired_out) desired_out[i] = d.desired_replicas;
     if (rescale_out) rescale_out[i] = d.rescale ? 1 : 0;
   };
-  const int t = threads == 1 ? 1 : core::resolve_threads(threads);
+  const int t = n_threads == 1 ? 1 : core::resolve_threads(n_threads);
   if (t == 1 || n < 4096) {
     std::vector<std::optional<std::int32_t>> p(1);
     for (std::size_t i = 0; i < n; ++i) one(i, p);

@@ -523,11 +523,12 @@ ScaleResult KpaDecider::decide(double now, std::int32_t ready_pods, double obser
 }
 
 void kpa_decide_batch(KpaDecider* deciders, std::size_t n, double now, const std::int32_t* ready_pods,
-                      const double* observed_stable, const double* observed_panic, ScaleResult* out, int threads) {
+                      const double* observed_stable, const double* observed_panic, ScaleResult* out,
+                      int n_threads) {
   if (n == 0) return;
   KT_CHECK(deciders && ready_pods && observed_stable && observed_panic && out, InvalidArgument,
            "kpa_decide_batch: null pointer with n = ", n);
-  const int t = threads == 1 ? 1 : core::resolve_threads(threads);
+  const int t = n_threads == 1 ? 1 : core::resolve_threads(n_threads);
   if (t == 1 || n < 4096) {
     for (std::size_t i = 0; i < n; ++i)
       out[i] = deciders[i].decide(now, ready_pods[i], observed_stable[i], observed_panic[i]);
@@ -537,6 +538,36 @@ void kpa_decide_batch(KpaDecider* deciders, std::size_t n, double now, const std
 #pragma omp parallel for schedule(static) num_threads(t)
   for (std::int64_t i = 0; i < sn; ++i)
     out[i] = deciders[i].decide(now, ready_pods[i], observed_stable[i], observed_panic[i]);
+}
+
+// ------------------------------------------------------------------------------------------------ KpaFleet
+KpaFleet::KpaFleet(const DeciderSpec& spec, std::size_t n, const std::vector<std::int32_t>& ready_pods_at_start,
+                   double now) {
+  KT_CHECK(ready_pods_at_start.empty() || ready_pods_at_start.size() == n, InvalidArgument,
+           "KpaFleet: ready_pods_at_start has ", ready_pods_at_start.size(), " entries, expected ", n);
+  deciders_.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    deciders_.emplace_back(spec, ready_pods_at_start.empty() ? 0 : ready_pods_at_start[i], now);
+  out_.resize(n);
+}
+
+const std::vector<ScaleResult>& KpaFleet::decide(double now, const std::int32_t* ready_pods,
+                                                 const double* observed_stable, const double* observed_panic,
+                                                 int n_threads) {
+  kpa_decide_batch(deciders_.data(), deciders_.size(), now, ready_pods, observed_stable, observed_panic, out_.data(),
+                   n_threads);
+  return out_;
+}
+
+const KpaDecider& KpaFleet::decider(std::size_t i) const {
+  KT_CHECK(i < deciders_.size(), InvalidArgument, "KpaFleet: decider ", i, " of ", deciders_.size());
+  return deciders_[i];
+}
+
+std::string KpaFleet::snapshot_json() const { return kpa_fleet_snapshot_json(deciders_.data(), deciders_.size()); }
+
+void KpaFleet::restore_json(const std::string& json) {
+  kpa_fleet_restore_json(deciders_.data(), deciders_.size(), json);
 }
 
 // ------------------------------------------------------------------------------------------ scraping rules

@@ -5,12 +5,12 @@
 #include <cmath>
 #include <deque>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/rng.hpp"
 #include "kubetune/sched/autoscale/units.hpp"
 
 namespace kubetune::sched::autoscale {
@@ -51,14 +51,13 @@ Trace trace_diurnal(double mean, double amplitude, double period, double total, 
   KT_CHECK(noise >= 0, InvalidArgument, "noise = ", noise, " must be >= 0");
   Trace t;
   t.dt_s = dt;
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> g(0.0, 1.0);
+  kubetune::Rng rng(seed);  // the same noise for a seed on every standard library
   const std::size_t n = steps_for(total, dt);
   t.rate.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const double x = static_cast<double>(i) * dt;
     double r = mean + amplitude * std::sin(2.0 * M_PI * x / period - M_PI / 2.0);
-    if (noise > 0) r *= 1.0 + noise * g(rng);
+    if (noise > 0) r *= 1.0 + noise * rng.normal();
     t.rate[i] = std::max(0.0, r);
   }
   return t;

@@ -36,12 +36,6 @@ void free_usage(NodeState& st, const Placement& p, const MigProfile* prof) {
     }
   }
 }
-std::uint64_t splitmix(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 }  // namespace
 
 GangPreference parse_gang_preference(const std::string& s) {
@@ -96,7 +90,7 @@ Allocator::Allocator(Cluster cluster, std::shared_ptr<const Policy> policy, Allo
     : cluster_(std::move(cluster)), policy_(std::move(policy)), opt_(opt) {
   KT_CHECK(policy_ != nullptr, InvalidArgument, "allocator policy must not be null");
   KT_CHECK(opt_.max_shapes >= 1, InvalidArgument, "max_shapes = ", opt_.max_shapes, " must be >= 1");
-  rng_state_ = opt_.seed * 0x2545F4914F6CDD1DULL + 1;
+  rng_ = kubetune::Rng(opt_.seed);  // ties under Kubernetes semantics: one seeded stream per allocator
   state_.reserve(static_cast<std::size_t>(cluster_.num_nodes()));
   for (const NodeSpec& s : cluster_.nodes()) state_.push_back(empty_state(s));
   index_ = std::make_unique<Index>(cluster_.num_nodes());
@@ -132,7 +126,7 @@ int Allocator::choose_node(const PreparedRequest& pr, Choice& ch) {
       } else if (tmp.score == best_score && policy_->kube_semantics()) {
         // Kubernetes selectHost: uniform choice among the top scores (reservoir sampling).
         ++ties;
-        if (splitmix(rng_state_) % static_cast<std::uint64_t>(ties) == 0) {
+        if (rng_.below(static_cast<std::uint64_t>(ties)) == 0) {
           best = i;
           ch = tmp;
         }

@@ -7,10 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <random>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/rng.hpp"
 #include "kubetune/sched/gpu/allocator.hpp"
+#include "kubetune/sched/gpu/allocator_config.hpp"
 #include "kubetune/sched/gpu/policy.hpp"
 
 namespace kubetune::sched::gpu {
@@ -187,14 +188,13 @@ std::vector<Request> load_trace_pods(const std::string& path) {
 SyntheticTrace synthetic_trace(int num_nodes, int num_pods, std::uint64_t seed) {
   KT_CHECK(num_nodes >= 1, InvalidArgument, "num_nodes = ", num_nodes, " must be >= 1");
   KT_CHECK(num_pods >= 1, InvalidArgument, "num_pods = ", num_pods, " must be >= 1");
-  std::mt19937_64 rng(seed);
+  kubetune::Rng rng(seed);  // the same trace for a seed on every standard library
   SyntheticTrace t;
   // Node mix after the trace: ~45 % 8-GPU (G2-like, 96 cores), ~43 % 2-GPU (T4-like), rest 4-GPU V100 / 1-GPU.
-  std::uniform_real_distribution<double> u(0.0, 1.0);
   for (int i = 0; i < num_nodes; ++i) {
     NodeSpec s;
     s.name = "syn-node-" + std::to_string(i);
-    const double x = u(rng);
+    const double x = rng.uniform();
     if (x < 0.45) {
       s.cpu_milli = 96000; s.memory_mib = 786432; s.num_gpus = 8; s.model = "G2";
     } else if (x < 0.88) {
@@ -211,20 +211,20 @@ SyntheticTrace synthetic_trace(int num_nodes, int num_pods, std::uint64_t seed) 
   for (int i = 0; i < num_pods; ++i) {
     Request r;
     r.name = "syn-pod-" + std::to_string(i);
-    r.cpu_milli = cpus[rng() % 7];
+    r.cpu_milli = cpus[rng.below(7)];
     r.memory_mib = r.cpu_milli * 2;  // 2 MiB per milli-CPU, as most trace pods
-    const double x = u(rng);
+    const double x = rng.uniform();
     if (x < 0.13) {
       r.gpu_count = 0;
     } else if (x < 0.51) {
       r.gpu_count = 1;
-      r.gpu_milli = fractions[rng() % 10];
+      r.gpu_milli = fractions[rng.below(10)];
     } else if (x < 0.985) {
       r.gpu_count = 1;
       r.gpu_milli = 1000;
     } else {
       const int counts[] = {2, 4, 8};
-      r.gpu_count = counts[rng() % 3];
+      r.gpu_count = counts[rng.below(3)];
       r.gpu_milli = 1000;
     }
     t.pods.push_back(std::move(r));
@@ -239,7 +239,10 @@ ReplayResult replay(const Cluster& cluster, const std::vector<Request>& workload
   KT_CHECK(opt.step_pct > 0.0, InvalidArgument, "step_pct = ", opt.step_pct, " must be > 0");
   KT_CHECK(cluster.total_gpu_milli() > 0, InvalidArgument, "replay cluster has no GPU");
   const std::vector<TypicalPod> tp = typical_pods(cluster, workload, opt.popularity, true, opt.gpu_weighted_typical);
-  auto policy = make_policy(opt.policy, opt.policy == "kubetune" ? kubetune_typical_pods(cluster, workload, opt.popularity) : tp);
+  // The policy's typical pods by the one rule (typical_pods_for); `tp` is what fragmentation is measured against.
+  auto policy = make_policy(opt.policy, opt.policy == "kubetune" ? typical_pods_for(cluster, opt.policy, workload,
+                                                                                    opt.popularity)
+                                                                 : tp);
   const bool kube = opt.kube_semantics && opt.policy != "kubetune";
   policy->set_kube_semantics(kube);
   AllocatorOptions ao;
@@ -248,28 +251,26 @@ ReplayResult replay(const Cluster& cluster, const std::vector<Request>& workload
   Allocator alloc(cluster, policy, ao);
 
   // Inflate: the original list, then samples with replacement until the next would pass inflation x capacity.
-  std::mt19937_64 rng(opt.seed);
+  kubetune::Rng rng(opt.seed);  // the same replay for a seed on every standard library
   const double cap = static_cast<double>(cluster.total_gpu_milli());
   std::vector<Request> pods = workload;
   double total = 0;
   for (const Request& r : pods) total += static_cast<double>(r.total_gpu_milli());
   if (total < opt.inflation * cap) {
-    std::uniform_int_distribution<std::size_t> pick(0, workload.size() - 1);
     for (int guard = 0; guard < 10000000; ++guard) {
-      const Request& r = workload[pick(rng)];
+      const Request& r = workload[rng.below(workload.size())];
       if (total + static_cast<double>(r.total_gpu_milli()) > opt.inflation * cap) break;
       total += static_cast<double>(r.total_gpu_milli());
       pods.push_back(r);
     }
   } else {
     while (!pods.empty() && total > opt.inflation * cap) {  // tune down: drop random tasks
-      std::uniform_int_distribution<std::size_t> pick(0, pods.size() - 1);
-      const std::size_t k = pick(rng);
+      const std::size_t k = rng.below(pods.size());
       total -= static_cast<double>(pods[k].total_gpu_milli());
       pods.erase(pods.begin() + static_cast<std::ptrdiff_t>(k));
     }
   }
-  std::shuffle(pods.begin(), pods.end(), rng);
+  kubetune::shuffle(pods.begin(), pods.end(), rng);
 
   ReplayResult res;
   res.policy = opt.policy;

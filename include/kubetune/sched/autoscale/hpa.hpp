@@ -231,10 +231,10 @@ class HpaController {
 
 /// Batch form: one reconcile of `n` HPAs at `now` with one metric proposal each (a negative proposal marks a
 /// failed metric), e.g. one sync period of a whole cluster. Writes the replica count to set and whether it
-/// changes (either output may be null). `threads` <= 0 means all hardware threads; 1 runs inline.
+/// changes (either output may be null). `n_threads` <= 0 means all hardware threads; 1 runs inline.
 void hpa_reconcile_batch(HpaController* hpas, std::size_t n, double now, const std::int32_t* current_replicas,
                          const std::int32_t* proposals, std::int32_t* desired_out, std::uint8_t* rescale_out,
-                         int threads = 1);
+                         int n_threads = 1);
 
 /// Proposed limits of behaviour policies (exposed for tests): the most replicas a scale-up may reach, and
 /// the fewest a scale-down may reach, given the scale events in the policies' periods before `now`.

@@ -213,16 +213,40 @@ class KpaDecider {
 };
 
 /// Batch form: decides `n` revisions at one time `now` (pointer + length, caller-allocated output), e.g.
-/// one tick of a whole cluster. `threads` <= 0 means all hardware threads; 1 runs inline.
+/// one tick of a whole cluster. `n_threads` <= 0 means all hardware threads; 1 runs inline.
 void kpa_decide_batch(KpaDecider* deciders, std::size_t n, double now, const std::int32_t* ready_pods,
                       const double* observed_stable, const double* observed_panic, ScaleResult* out,
-                      int threads = 1);
+                      int n_threads = 1);
 
 /// A fleet's state: the JSON array of the `n` deciders' snapshots, and its inverse, which needs exactly `n`
 /// entries and restores all or none (errors name the entry: "KpaFleet state[3]: KpaDecider state.max_panic_pods
 /// = -1 ...").
 std::string kpa_fleet_snapshot_json(const KpaDecider* deciders, std::size_t n);
 void kpa_fleet_restore_json(KpaDecider* deciders, std::size_t n, const std::string& json);
+
+/// A fleet of KPA deciders with one spec (one per revision), decided in one batch call: the one fleet type that
+/// the C API's kt_kpa_fleet and Python's KpaFleet wrap.
+class KpaFleet {
+ public:
+  /// `n` deciders started at `now`; `ready_pods_at_start`: empty (0 each) or exactly `n` entries (else
+  /// InvalidArgument naming both counts).
+  KpaFleet(const DeciderSpec& spec, std::size_t n, const std::vector<std::int32_t>& ready_pods_at_start = {},
+           double now = 0.0);
+  std::size_t size() const noexcept { return deciders_.size(); }
+  /// One decide of every decider at `now` (kpa_decide_batch; each input has size() entries). The results, one per
+  /// decider, are valid until the next decide.
+  const std::vector<ScaleResult>& decide(double now, const std::int32_t* ready_pods, const double* observed_stable,
+                                         const double* observed_panic, int n_threads = 1);
+  const std::vector<ScaleResult>& results() const noexcept { return out_; }
+  const KpaDecider& decider(std::size_t i) const;
+  /// kpa_fleet_snapshot_json / kpa_fleet_restore_json of the deciders (restore: all or none).
+  std::string snapshot_json() const;
+  void restore_json(const std::string& json);
+
+ private:
+  std::vector<KpaDecider> deciders_;
+  std::vector<ScaleResult> out_;
+};
 
 /// A metric report (pkg/autoscaler/metrics Stat): per-pod averages, or one aggregated scraper stat.
 struct Stat {

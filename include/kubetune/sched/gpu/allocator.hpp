@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "kubetune/core/rng.hpp"
 #include "kubetune/sched/gpu/cluster.hpp"
 #include "kubetune/sched/gpu/policy.hpp"
 #include "kubetune/sched/gpu/request.hpp"
@@ -129,7 +130,7 @@ class Allocator {
   std::map<std::uint64_t, Placement> placements_;
   std::unordered_map<std::string, std::uint64_t> by_name_;
   std::uint64_t next_id_ = 1;
-  std::uint64_t rng_state_ = 0;
+  kubetune::Rng rng_;  // reservoir choice among tied nodes (kube semantics); Rng(opt.seed)
   std::unique_ptr<Index> index_;
 };
 
