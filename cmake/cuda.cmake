@@ -1,30 +1,25 @@
-# CUDA support: explicit architecture list, .cu files under src/**/cuda/ compiled into their module.
+# CUDA support: explicit architecture list; each module's <dir>/cuda/*.cu (and *.cpp) compiled into it
+# (kubetune_module calls kubetune_module_cuda when KUBETUNE_ENABLE_CUDA is on).
 enable_language(CUDA)
 find_package(CUDAToolkit REQUIRED)
 set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_ARCHITECTURES ${KUBETUNE_CUDA_ARCHITECTURES})
-function(kubetune_add_cuda_sources)
-  foreach(pair "core;core" "nas;nas")
-    list(GET pair 0 name)
-    list(GET pair 1 dir)
-    if(NOT TARGET kt_${name})
-      continue()
-    endif()
-    file(GLOB cu CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${dir}/cuda/*.cu ${PROJECT_SOURCE_DIR}/src/${dir}/cuda/*.cpp)
-    if(cu)
-      target_sources(kt_${name} PRIVATE ${cu})
-    endif()
-    set_target_properties(kt_${name} PROPERTIES CUDA_ARCHITECTURES "${KUBETUNE_CUDA_ARCHITECTURES}"
-      CUDA_SEPARABLE_COMPILATION OFF)
-  endforeach()
-  target_compile_definitions(kt_core PUBLIC KUBETUNE_WITH_CUDA=1)
-  target_link_libraries(kt_core PUBLIC CUDA::cudart_static)
-  if(TARGET kt_nas)
-    # cuBLAS: the static library when the toolkit ships it, else the shared one (e.g. pip/Debian nvcc 13).
-    if(TARGET CUDA::cublas_static)
-      target_link_libraries(kt_nas PUBLIC CUDA::cublas_static)
-    else()
-      target_link_libraries(kt_nas PUBLIC CUDA::cublas)
-    endif()
+
+# The CUDA part of module <name>: the sources in <src_dir>/cuda/ and the module's CUDA_DEPS (a CUDA::X_static
+# that this toolkit does not ship falls back to CUDA::X, e.g. cuBLAS from pip or Debian's nvcc 13).
+function(kubetune_module_cuda name src_dir cuda_deps)
+  file(GLOB cu CONFIGURE_DEPENDS ${src_dir}/cuda/*.cu ${src_dir}/cuda/*.cpp)
+  if(cu)
+    target_sources(kt_${name} PRIVATE ${cu})
   endif()
+  set_target_properties(kt_${name} PROPERTIES CUDA_ARCHITECTURES "${KUBETUNE_CUDA_ARCHITECTURES}"
+    CUDA_SEPARABLE_COMPILATION OFF)
+  foreach(dep IN LISTS cuda_deps)
+    if(NOT TARGET ${dep} AND dep MATCHES "^(.+)_static$")
+      if(TARGET ${CMAKE_MATCH_1})
+        set(dep ${CMAKE_MATCH_1})
+      endif()
+    endif()
+    target_link_libraries(kt_${name} PUBLIC ${dep})
+  endforeach()
 endfunction()

@@ -7,7 +7,8 @@
 # Usage: scripts/sanitize.sh [ctest args...]   (e.g. scripts/sanitize.sh -R gpu)
 # KUBETUNE_JOBS (default 2) bounds the build's parallelism.
 # Not built here: the CUDA-emulator twin tests (label cuda_emu): the emulator switches stacks with ucontext without
-# ASan's fiber annotations; they run in the normal build (scripts/test.sh).
+# ASan's fiber annotations; they run in the normal build (scripts/test.sh). Nor is the module exercise run (label
+# module_exercise): it configures and builds a tree of its own, without these flags, which the normal run covers.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -32,5 +33,5 @@ built=$(date +%s)
 echo "[sanitize] clang 14 ASan+UBSan build in $((built - start)) s"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
-ctest --test-dir build-asan --output-on-failure -j"$JOBS" --timeout 600 "$@"
+ctest --test-dir build-asan --output-on-failure -j"$JOBS" --timeout 600 -LE module_exercise "$@"
 echo "[sanitize] tests in $(( $(date +%s) - built )) s"

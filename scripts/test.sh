@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # README's test command: set up, build, then run every suite (C++ ctest incl. the C API test and, in this
-# CPU build, the nas CUDA twin tests on the CUDA emulator (ctest -L cuda_emu); install consumer, CUDA compile
-# check when nvcc exists, and pytest). Exits non-zero if anything fails or no test ran.
+# CPU build, the nas CUDA twin tests on the CUDA emulator (ctest -L cuda_emu, built here only: a plain build.sh
+# leaves the emulator out), the one-line module exercise (ctest -L module_exercise); install consumer, CUDA
+# compile check when nvcc exists, and pytest). Exits non-zero if anything fails or no test ran.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 start=$(date +%s)
 bash scripts/setup.sh
-bash scripts/build.sh
-echo "== ctest (C++ suites, the C API test, the CUDA backend on the emulator)"
+KUBETUNE_CUDA_EMULATION=ON bash scripts/build.sh
+echo "== ctest (C++ suites, the C API test, the CUDA backend on the emulator, the module exercise)"
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
 echo "== install tree + examples/cpp via find_package(kubetune)"
 bash scripts/check_install.sh

@@ -1,4 +1,5 @@
-// Shared declarations for the pybind11 translation units (one bind_<module>.cpp per C++ module).
+// Shared declarations for the pybind11 translation units (one bind_<module>.cpp per C++ module). Which of them
+// PYBIND11_MODULE calls follows from the BIND names of the kubetune_module() declarations (cmake/modules.cmake).
 #pragma once
 
 #include <pybind11/pybind11.h>
