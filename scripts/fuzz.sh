@@ -20,7 +20,7 @@ command -v ccache >/dev/null && CXX="ccache $CXX"
 OUT=build-fuzz
 # -fno-sanitize-recover: a UBSan report stops the run like a crash (UBSan only prints by default).
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all -Iinclude -I/usr/include/eigen3
-       -DEIGEN_DONT_PARALLELIZE=1 -DKT_HAVE_SEARCH=1)
+       -I"$OUT/generated" -DEIGEN_DONT_PARALLELIZE=1 -DKT_HAVE_SEARCH=1)
 SAN=-fsanitize=fuzzer,address,undefined
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 
@@ -28,7 +28,19 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 # TPE, GP and multi-fidelity searchers are not built here), the gpu and autoscale modules and the C API.
 lib_sources=(src/core/*.cpp src/search/basic/*.cpp src/sched/gpu/*.cpp src/sched/autoscale/*.cpp src/c_api/*.cpp
              src/registry.cpp)
-mkdir -p "$OUT/obj"
+mkdir -p "$OUT/obj" "$OUT/generated"
+# src/registry.cpp includes the registry list CMake writes from the module declarations; here: the basic searchers.
+cat > "$OUT/generated/kt_registry_modules.inc.new" <<'INC'
+namespace kubetune::search {
+void register_basic_searchers();
+}
+namespace kubetune::detail {
+inline void register_modules() { ::kubetune::search::register_basic_searchers(); }
+}  // namespace kubetune::detail
+INC
+cmp -s "$OUT/generated/kt_registry_modules.inc.new" "$OUT/generated/kt_registry_modules.inc" ||
+  mv "$OUT/generated/kt_registry_modules.inc.new" "$OUT/generated/kt_registry_modules.inc"
+rm -f "$OUT/generated/kt_registry_modules.inc.new"
 start=$(date +%s)
 objs=()
 for src in "${lib_sources[@]}"; do objs+=("$OUT/obj/$(echo "${src%.cpp}" | tr / _).o"); done

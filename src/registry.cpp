@@ -5,19 +5,7 @@
 
 #include "kubetune/core/searcher.hpp"
 
-#ifdef KT_GENERATED_REGISTRY
 #include "kt_registry_modules.inc"
-#else
-// Compiled without CMake's list (scripts/fuzz.sh builds core and the basic searchers by hand, -DKT_HAVE_SEARCH=1).
-#include "kubetune/search/registration.hpp"
-namespace kubetune::detail {
-inline void register_modules() {
-#ifdef KT_HAVE_SEARCH
-  search::register_basic_searchers();
-#endif
-}
-}  // namespace kubetune::detail
-#endif
 
 namespace kubetune {
 

@@ -115,7 +115,7 @@ inline void check_keys(const nlohmann::json& j, const std::string& what, std::in
     if (!ok) {
       std::string list;
       for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      KT_THROW(InvalidArgument, what, ": unknown setting '", k, "' (accepted: ", list, ")");
+      KT_THROW(InvalidArgument, what, ": unknown setting '", k, "' (accepted: ", list.empty() ? "none" : list, ")");
     }
   }
 }
