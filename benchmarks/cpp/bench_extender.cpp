@@ -315,7 +315,7 @@ int main(int argc, char** argv) {
   for (int nodes : cluster_sizes) {
     auto ext = std::make_shared<g::Extender>(make_cluster(nodes, rng));
     g::HttpServerOptions opt;
-    opt.threads = threads;
+    opt.n_threads = threads;
     if (pinned) pin_to_cpu(0);
     g::ExtenderHttpServer srv(ext, opt);
     srv.start();

@@ -28,13 +28,13 @@ void bind_extender(py::module_& parent) {
       "kube-scheduler's extender protocol over HTTP/1.1 (Boost.Beast, kept-alive connections, TCP_NODELAY): POST "
       "<prefix>/{filter,prioritize,bind,preempt,release}, GET /healthz, /readyz, /metrics. Serves on its own "
       "threads; the GIL is free while it runs.")
-      .def(py::init([](std::shared_ptr<g::Extender> ext, std::string host, int port, int threads, std::string prefix,
+      .def(py::init([](std::shared_ptr<g::Extender> ext, std::string host, int port, int n_threads, std::string prefix,
                        std::size_t max_body, std::size_t max_header, double read_timeout, double idle_timeout,
                        std::size_t max_connections) {
              g::HttpServerOptions o;
              o.host = std::move(host);
              o.port = port;
-             o.threads = threads;
+             o.n_threads = n_threads;
              o.prefix = std::move(prefix);
              o.max_body_bytes = max_body;
              o.max_header_bytes = max_header;
@@ -44,7 +44,7 @@ void bind_extender(py::module_& parent) {
              o.validate();
              return ServerHolder(new g::ExtenderHttpServer(std::move(ext), o));
            }),
-           py::arg("extender"), py::arg("host") = "127.0.0.1", py::arg("port") = 0, py::arg("threads") = 2,
+           py::arg("extender"), py::arg("host") = "127.0.0.1", py::arg("port") = 0, py::arg("n_threads") = 2,
            py::arg("prefix") = "/gpushare-scheduler", py::arg("max_body_bytes") = std::size_t{64} << 20,
            py::arg("max_header_bytes") = std::size_t{16} << 10, py::arg("read_timeout_s") = 10.0,
            py::arg("idle_timeout_s") = 90.0, py::arg("max_connections") = 1024, py::keep_alive<1, 2>())

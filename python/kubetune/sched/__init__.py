@@ -226,7 +226,7 @@ class ExtenderServer:
         self.host = host
         self.prefix = prefix.rstrip("/")
         self._server = _native.ExtenderHttpServer(
-            extender, host=host, port=port, threads=n_threads, prefix=self.prefix, max_body_bytes=max_body_bytes,
+            extender, host=host, port=port, n_threads=n_threads, prefix=self.prefix, max_body_bytes=max_body_bytes,
             max_header_bytes=max_header_bytes, read_timeout_s=read_timeout_s, idle_timeout_s=idle_timeout_s,
             max_connections=max_connections)
         self._stopped = _threading.Event()

@@ -156,7 +156,7 @@ constexpr double kLingerS = 1.0;
 void HttpServerOptions::validate() const {
   KT_CHECK(!host.empty(), InvalidArgument, "HttpServerOptions.host is empty");
   KT_CHECK(port >= 0 && port <= 65535, InvalidArgument, "HttpServerOptions.port = ", port, " is not in [0, 65535]");
-  KT_CHECK(threads >= 1 && threads <= 1024, InvalidArgument, "HttpServerOptions.threads = ", threads,
+  KT_CHECK(n_threads >= 1 && n_threads <= 1024, InvalidArgument, "HttpServerOptions.n_threads = ", n_threads,
            " is not in [1, 1024]");
   KT_CHECK(prefix.empty() || (prefix.front() == '/' && prefix.back() != '/'), InvalidArgument,
            "HttpServerOptions.prefix = '", prefix, "' must be empty or start with '/' and not end with '/'");
@@ -405,7 +405,7 @@ void ExtenderHttpServer::start() {
   const HttpServerOptions& o = impl_->opt;
   const std::string where = o.host + ":" + std::to_string(o.port);
   KT_CHECK(impl_->rt == nullptr, StateError, "extender HTTP server on ", where, " is already running");
-  auto rt = std::make_unique<Impl::Runtime>(o.threads);
+  auto rt = std::make_unique<Impl::Runtime>(o.n_threads);
   tcp::endpoint ep;
   try {
     tcp::resolver resolver(rt->ioc);
@@ -425,7 +425,7 @@ void ExtenderHttpServer::start() {
   impl_->port = rt->acceptor.local_endpoint().port();
   impl_->rt = std::move(rt);
   impl_->accept();
-  for (int i = 0; i < o.threads; ++i)
+  for (int i = 0; i < o.n_threads; ++i)
     impl_->rt->threads.emplace_back([ioc = &impl_->rt->ioc] {
       for (;;) {
         try {

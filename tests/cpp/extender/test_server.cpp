@@ -397,7 +397,7 @@ TEST(ExtenderHttp, SlowClientIsCutOffWhileOthersAreServed) {
   auto ext = make_extender(2);
   HttpServerOptions o = quick_options();
   o.read_timeout_s = 0.3;
-  o.threads = 1;  // one I/O thread: a stalled read must not occupy it
+  o.n_threads = 1;  // one I/O thread: a stalled read must not occupy it
   ExtenderHttpServer srv(ext, o);
   srv.start();
 
@@ -499,7 +499,7 @@ TEST(ExtenderHttp, ConcurrentFilterBindReleaseKeepTheAllocatorConsistent) {
   constexpr int kNodes = 6, kThreads = 16, kRequests = 1000, kSameRounds = 20, kSameThreads = 8;
   auto ext = make_extender(kNodes, 4, 16384);  // 24 GPUs x 16 GiB: the mixed phase fills it
   HttpServerOptions o = quick_options();
-  o.threads = 4;
+  o.n_threads = 4;
   ExtenderHttpServer srv(ext, o);
   srv.start();
   const std::vector<std::string> nodes = node_names(kNodes);
@@ -654,7 +654,7 @@ TEST(ExtenderHttp, OptionsAreValidated) {
     }
   };
   bad([](HttpServerOptions& o) { o.port = 70000; }, "port = 70000");
-  bad([](HttpServerOptions& o) { o.threads = 0; }, "threads = 0");
+  bad([](HttpServerOptions& o) { o.n_threads = 0; }, "n_threads = 0");
   bad([](HttpServerOptions& o) { o.prefix = "gpushare/"; }, "prefix = 'gpushare/'");
   bad([](HttpServerOptions& o) { o.max_body_bytes = 0; }, "max_body_bytes = 0");
   bad([](HttpServerOptions& o) { o.max_header_bytes = 10; }, "max_header_bytes = 10");
@@ -665,6 +665,6 @@ TEST(ExtenderHttp, OptionsAreValidated) {
   EXPECT_NO_THROW(HttpServerOptions{}.validate());
   EXPECT_THROW(ExtenderHttpServer(nullptr), kt::InvalidArgument);
   HttpServerOptions o;
-  o.threads = 0;
+  o.n_threads = 0;
   EXPECT_THROW(ExtenderHttpServer(make_extender(1), o), kt::InvalidArgument);
 }

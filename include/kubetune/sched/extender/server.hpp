@@ -13,7 +13,7 @@ namespace kubetune::sched::gpu {
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;                                 // 0 = a free port (port() tells which)
-  int threads = 2;                              // I/O threads, which also run the handlers
+  int n_threads = 2;                            // I/O threads, which also run the handlers
   std::string prefix = "/gpushare-scheduler";   // the verbs answer under the prefix and bare ("/filter")
   std::size_t max_body_bytes = 64u << 20;       // 413 above (the smaller of this and the extender's limit)
   std::size_t max_header_bytes = 16u << 10;     // 431 above
@@ -26,7 +26,7 @@ struct HttpServerOptions {
 };
 
 /// Serves one Extender. Each connection reads, handles and writes one request at a time (so one connection never
-/// runs two handlers at once); handlers run on the `threads` I/O threads and may block (bind writes to the API).
+/// runs two handlers at once); handlers run on the `n_threads` I/O threads and may block (bind writes to the API).
 class ExtenderHttpServer {
  public:
   ExtenderHttpServer(std::shared_ptr<Extender> ext, HttpServerOptions opt = {});
