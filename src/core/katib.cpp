@@ -113,14 +113,6 @@ std::string parameter_type(const std::string& t, const std::string& name) {
            "' (expected DOUBLE, INT, DISCRETE or CATEGORICAL)");
 }
 
-std::string distribution(const std::string& d, const std::string& name) {
-  if (d.empty() || d == "DISTRIBUTION_UNSPECIFIED" || d == "UNIFORM" || d == "uniform") return "uniform";
-  if (d == "LOG_UNIFORM" || d == "logUniform") return "logUniform";
-  if (d == "NORMAL" || d == "normal") return "normal";
-  if (d == "LOG_NORMAL" || d == "logNormal") return "logNormal";
-  KT_THROW(InvalidArgument, "parameter '", name, "': unknown distribution '", d, "'");
-}
-
 // The experiment's parameters as a SearchSpace, plus each discrete value's text (replies echo Katib's own text).
 struct Space {
   SearchSpace space;
@@ -136,7 +128,8 @@ Space parse_space(const json& exp) {
     KT_CHECK(!name.empty(), InvalidArgument, "a parameter has an empty name");
     KT_CHECK(seen[name]++ == 0, InvalidArgument, "parameter '", name, "' is declared twice");
     std::string type = parameter_type(str(p, "type", "parameter '" + name + "'"), name);
-    json fs = {{"distribution", distribution(str(p, "distribution", "parameter '" + name + "'"), name)}};
+    // (SearchSpace::from_katib reads the distribution, Katib's enum names included: distribution_from_string)
+    json fs = {{"distribution", str(p, "distribution", "parameter '" + name + "'")}};
     for (const char* k : {"min", "max", "step"}) {
       const std::string& v = str(p, k, "parameter '" + name + "'");
       if (!v.empty()) fs[k] = v;

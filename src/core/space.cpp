@@ -73,11 +73,12 @@ void unit_bounds(const Param& p, double& a, double& b) {
   }
 }
 
+// kubetune's names, Katib's feasibleSpace spellings and its protobuf enum names (api.proto's Distribution).
 bool distribution_lookup(const std::string& s, Distribution& out) noexcept {
-  if (s == "uniform") out = Distribution::Uniform;
-  else if (s == "log_uniform" || s == "logUniform" || s == "loguniform") out = Distribution::LogUniform;
-  else if (s == "normal") out = Distribution::Normal;
-  else if (s == "log_normal" || s == "logNormal" || s == "lognormal") out = Distribution::LogNormal;
+  if (s == "uniform" || s == "UNIFORM" || s == "DISTRIBUTION_UNSPECIFIED") out = Distribution::Uniform;
+  else if (s == "log_uniform" || s == "logUniform" || s == "loguniform" || s == "LOG_UNIFORM") out = Distribution::LogUniform;
+  else if (s == "normal" || s == "NORMAL") out = Distribution::Normal;
+  else if (s == "log_normal" || s == "logNormal" || s == "lognormal" || s == "LOG_NORMAL") out = Distribution::LogNormal;
   else return false;
   return true;
 }
