@@ -23,7 +23,7 @@ double hartmann6(const std::vector<double>& x) {
 
 SearchSpace space6() {
   SearchSpace s;
-  for (int i = 0; i < 6; ++i) s.add_double("x" + std::to_string(i), 0, 1);
+  for (int i = 0; i < 6; ++i) s.add_float("x" + std::to_string(i), 0, 1);
   return s;
 }
 

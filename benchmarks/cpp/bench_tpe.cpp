@@ -31,7 +31,7 @@ double objective(const std::vector<double>& x, int nf, bool mixed) {
 History make_history(std::size_t n, bool mixed, const search::TPEConfig& cfg) {
   History h;
   const int nf = mixed ? 8 : 10;
-  for (int i = 0; i < nf; ++i) h.space.add_double("x" + std::to_string(i), -5.0, 5.0);
+  for (int i = 0; i < nf; ++i) h.space.add_float("x" + std::to_string(i), -5.0, 5.0);
   if (mixed) {
     h.space.add_int("k", 1, 64);
     h.space.add_categorical("c", {"a", "b", "c", "d"});

@@ -9,7 +9,7 @@
 int main() {
   kubetune::register_builtins();
   kubetune::SearchSpace space;
-  space.add_double("x", -5, 10).add_double("y", 0, 15);
+  space.add_float("x", -5, 10).add_float("y", 0, 15);
   kubetune::Study study(space, kubetune::make_searcher({{"type", "random"}}), {kubetune::Direction::Minimize}, 42);
   for (int i = 0; i < 64; ++i) {
     for (const auto& t : study.ask(1)) {

@@ -273,7 +273,7 @@ void bind_core(py::module_& m) {
       .def(
           "add_float",
           [](SearchSpace& s, const std::string& name, double lo, double hi, bool log, std::optional<double> step)
-              -> SearchSpace& { return s.add_double(name, lo, hi, log, step.value_or(0.0)); },
+              -> SearchSpace& { return s.add_float(name, lo, hi, log, step.value_or(0.0)); },
           py::arg("name"), py::arg("low"), py::arg("high"), py::arg("log") = false, py::arg("step") = py::none(),
           py::return_value_policy::reference_internal)
       .def(

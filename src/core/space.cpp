@@ -227,7 +227,7 @@ SearchSpace& SearchSpace::add(Param p) {
   return *this;
 }
 
-SearchSpace& SearchSpace::add_double(const std::string& name, double low, double high, bool log, double step) {
+SearchSpace& SearchSpace::add_float(const std::string& name, double low, double high, bool log, double step) {
   Param p;
   p.name = name;
   p.type = ParamType::Double;

@@ -65,7 +65,12 @@ class SearchSpace {
   SearchSpace() = default;
 
   /// Continuous (step == 0) or stepped float parameter on [low, high]; log => log-uniform (low > 0).
-  SearchSpace& add_double(const std::string& name, double low, double high, bool log = false, double step = 0.0);
+  SearchSpace& add_float(const std::string& name, double low, double high, bool log = false, double step = 0.0);
+  /// The former name of add_float (Python has always said add_float); kept for one release.
+  [[deprecated("use add_float")]] SearchSpace& add_double(const std::string& name, double low, double high,
+                                                           bool log = false, double step = 0.0) {
+    return add_float(name, low, high, log, step);
+  }
   /// Integer parameter on [low, high] with `step` (>= 1); log => log-uniform (low >= 1).
   SearchSpace& add_int(const std::string& name, std::int64_t low, std::int64_t high, bool log = false,
                        std::int64_t step = 1);

@@ -180,7 +180,7 @@ void Function::evaluate(std::size_t n, std::size_t dim, const double* X, double*
 
 SearchSpace Function::make_space() const {
   SearchSpace s;
-  for (std::size_t i = 0; i < dim_; ++i) s.add_double("x" + std::to_string(i), bounds_[i].first, bounds_[i].second);
+  for (std::size_t i = 0; i < dim_; ++i) s.add_float("x" + std::to_string(i), bounds_[i].first, bounds_[i].second);
   return s;
 }
 

@@ -93,7 +93,7 @@ std::vector<double> LearningCurves::curve(const std::vector<double>& u, const st
 
 SearchSpace LearningCurves::space(const std::string& resource_name) const {
   SearchSpace s;
-  for (int j = 0; j < cfg_.dim; ++j) s.add_double("x" + std::to_string(j), 0.0, 1.0);
+  for (int j = 0; j < cfg_.dim; ++j) s.add_float("x" + std::to_string(j), 0.0, 1.0);
   s.add_int(resource_name, 1, static_cast<std::int64_t>(std::floor(cfg_.max_budget)));
   return s;
 }

@@ -29,7 +29,7 @@ const std::string kDeep = std::string(75000, '[') + std::string(75000, ']');
 std::unique_ptr<Study> small_study() {
   register_builtins();
   SearchSpace s;
-  s.add_double("x", -5, 10).add_int("n", 1, 100).add_categorical("c", {"a", "b", "c"});
+  s.add_float("x", -5, 10).add_int("n", 1, 100).add_categorical("c", {"a", "b", "c"});
   return std::make_unique<Study>(std::move(s), make_searcher({{"type", "random"}}),
                                  std::vector<Direction>{Direction::Minimize}, 3,
                                  make_pruner({{"type", "median_stop"}}));
@@ -264,7 +264,7 @@ TEST(StudySizes, IntBoundsBeyondExactDoublesAreRefused) {
 TEST(StudySizes, AStepGridTooFineToCountIsRefused) {
   SearchSpace s;
   try {
-    s.add_double("x", 0, 1, false, 1e-300);  // 1e300 grid points: the count used to overflow int64 (UB)
+    s.add_float("x", 0, 1, false, 1e-300);  // 1e300 grid points: the count used to overflow int64 (UB)
     FAIL() << "accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("parameter 'x': step=1e-300 gives more than 2^53 grid points"),
@@ -272,7 +272,7 @@ TEST(StudySizes, AStepGridTooFineToCountIsRefused) {
         << e.what();
   }
   EXPECT_TRUE(s.empty());
-  s.add_double("x", 0, 1, false, 1e-6);
+  s.add_float("x", 0, 1, false, 1e-6);
   EXPECT_EQ(s.param(0).cardinality(), 1000001u);
 }
 

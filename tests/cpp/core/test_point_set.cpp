@@ -102,7 +102,7 @@ TEST(PointSet, PointCountAndDiscreteness) {
   EXPECT_EQ(point_count(s, 36), 36u);
   EXPECT_EQ(point_count(s, 35), 0u);  // over the cap
   EXPECT_TRUE(is_discrete(s));
-  s.add_double("x", 0.0, 1.0);
+  s.add_float("x", 0.0, 1.0);
   EXPECT_EQ(point_count(s), 0u);
   EXPECT_FALSE(is_discrete(s));
   SearchSpace huge;

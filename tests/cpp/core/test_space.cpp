@@ -21,28 +21,28 @@ std::string error_of(F&& f) {
 
 TEST(Space, RejectsBadRangesNamingTheParameter) {
   SearchSpace s;
-  EXPECT_NE(error_of([&] { s.add_double("lr", 1.0, 0.5); }).find("'lr'"), std::string::npos);
-  EXPECT_NE(error_of([&] { s.add_double("a", 1.0, 1.0); }).find("empty or inverted"), std::string::npos);
+  EXPECT_NE(error_of([&] { s.add_float("lr", 1.0, 0.5); }).find("'lr'"), std::string::npos);
+  EXPECT_NE(error_of([&] { s.add_float("a", 1.0, 1.0); }).find("empty or inverted"), std::string::npos);
   EXPECT_NE(error_of([&] { s.add_int("n", 5, 1); }).find("inverted"), std::string::npos);
-  EXPECT_NE(error_of([&] { s.add_double("lr", 0.0, 1.0, true); }).find("log-scale bounds must be > 0"),
+  EXPECT_NE(error_of([&] { s.add_float("lr", 0.0, 1.0, true); }).find("log-scale bounds must be > 0"),
             std::string::npos);
   EXPECT_NE(error_of([&] { s.add_int("k", 0, 10, true); }).find("> 0"), std::string::npos);
-  EXPECT_NE(error_of([&] { s.add_double("d", 0.0, 1.0, false, 2.0); }).find("larger than the range"),
+  EXPECT_NE(error_of([&] { s.add_float("d", 0.0, 1.0, false, 2.0); }).find("larger than the range"),
             std::string::npos);
   EXPECT_NE(error_of([&] { s.add_int("i", 0, 3, false, 5); }).find("larger than the range"), std::string::npos);
-  EXPECT_NE(error_of([&] { s.add_double("nan", std::nan(""), 1.0); }).find("finite"), std::string::npos);
+  EXPECT_NE(error_of([&] { s.add_float("nan", std::nan(""), 1.0); }).find("finite"), std::string::npos);
   EXPECT_NE(error_of([&] { s.add_categorical("c", {}); }).find("empty"), std::string::npos);
   EXPECT_NE(error_of([&] { s.add_categorical("c", {"a", "a"}); }).find("duplicate choice 'a'"), std::string::npos);
   EXPECT_NE(error_of([&] { s.add_discrete("d", {1, 2, 2}); }).find("distinct"), std::string::npos);
   EXPECT_EQ(s.size(), 0u) << "failed additions must not change the space";
-  s.add_double("x", 0, 1);
+  s.add_float("x", 0, 1);
   EXPECT_NE(error_of([&] { s.add_int("x", 0, 1); }).find("duplicate parameter name 'x'"), std::string::npos);
   EXPECT_EQ(s.size(), 1u);
 }
 
 TEST(Space, AssignmentRoundTripAndErrors) {
   SearchSpace s;
-  s.add_double("lr", 1e-4, 1e-1, true).add_int("layers", 1, 8).add_discrete("bs", {64, 16, 32}).add_categorical(
+  s.add_float("lr", 1e-4, 1e-1, true).add_int("layers", 1, 8).add_discrete("bs", {64, 16, 32}).add_categorical(
       "opt", {"sgd", "adam"});
   Assignment a{{"lr", 0.01}, {"layers", std::int64_t{3}}, {"bs", 32.0}, {"opt", std::string("adam")}};
   auto x = s.from_assignment(a);
@@ -66,7 +66,7 @@ TEST(Space, AssignmentRoundTripAndErrors) {
 
 TEST(Space, UnitCubeEncoding) {
   SearchSpace s;
-  s.add_double("x", -5, 10).add_double("lr", 1e-4, 1.0, true).add_int("n", 0, 9).add_categorical("c", {"a", "b", "c",
+  s.add_float("x", -5, 10).add_float("lr", 1e-4, 1.0, true).add_int("n", 0, 9).add_categorical("c", {"a", "b", "c",
                                                                                                      "d"});
   EXPECT_DOUBLE_EQ(s.to_unit(0, -5), 0.0);
   EXPECT_DOUBLE_EQ(s.to_unit(0, 2.5), 0.5);
@@ -85,7 +85,7 @@ TEST(Space, UnitCubeEncoding) {
 
 TEST(Space, StepGridSnapping) {
   SearchSpace s;
-  s.add_double("d", 0.0, 1.0, false, 0.25).add_int("k", 2, 20, false, 3);
+  s.add_float("d", 0.0, 1.0, false, 0.25).add_int("k", 2, 20, false, 3);
   EXPECT_EQ(s.param(0).cardinality(), 5u);
   EXPECT_EQ(s.param(1).cardinality(), 7u);  // 2,5,...,20
   EXPECT_DOUBLE_EQ(s.snap(0, 0.3), 0.25);
@@ -101,7 +101,7 @@ TEST(Space, StepGridSnapping) {
 
 TEST(Space, PriorsAreHonouredStatistically) {
   SearchSpace s;
-  s.add_double("u", 0, 1).add_double("lu", 1e-3, 1e3, true).add_double("n", 0, 10).add_double("ln", 1e-2, 1e2);
+  s.add_float("u", 0, 1).add_float("lu", 1e-3, 1e3, true).add_float("n", 0, 10).add_float("ln", 1e-2, 1e2);
   s.set_prior("n", Distribution::Normal, 5.0, 1.0);
   s.set_prior("ln", Distribution::LogNormal, std::nan(""), 0.0);  // defaults: mid of logs, range/6
   Rng rng(123);
@@ -129,7 +129,7 @@ TEST(Space, PriorsAreHonouredStatistically) {
 
 TEST(Space, ConditionsDeactivateChildren) {
   SearchSpace s;
-  s.add_categorical("opt", {"sgd", "adam"}).add_double("momentum", 0, 0.99).add_double("beta1", 0.8, 0.999);
+  s.add_categorical("opt", {"sgd", "adam"}).add_float("momentum", 0, 0.99).add_float("beta1", 0.8, 0.999);
   s.set_condition("momentum", "opt", {"sgd"});
   s.set_condition("beta1", "opt", {"adam"});
   Rng rng(5);
@@ -151,9 +151,9 @@ TEST(Space, ConditionsDeactivateChildren) {
 
 TEST(Space, JsonRoundTripIsExact) {
   SearchSpace s;
-  s.add_double("lr", 1e-5, 0.3, true).add_int("n", 1, 64, false, 2).add_categorical("c", {"x", "y"}).add_discrete(
+  s.add_float("lr", 1e-5, 0.3, true).add_int("n", 1, 64, false, 2).add_categorical("c", {"x", "y"}).add_discrete(
       "d", {0.1, 0.7});
-  s.add_double("p", 0.1, 0.9);
+  s.add_float("p", 0.1, 0.9);
   s.set_prior("p", Distribution::Normal, 0.3, 0.123456789012345);
   s.set_condition("d", "c", {"y"});
   auto t = SearchSpace::from_json(nlohmann::json::parse(s.to_json().dump()));

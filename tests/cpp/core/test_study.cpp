@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 namespace {
 SearchSpace space3() {
   SearchSpace s;
-  s.add_double("x", -5, 10).add_int("n", 1, 100, true).add_categorical("c", {"a", "b", "c"});
+  s.add_float("x", -5, 10).add_int("n", 1, 100, true).add_categorical("c", {"a", "b", "c"});
   return s;
 }
 std::unique_ptr<Study> random_study(std::uint64_t seed, Direction d = Direction::Minimize) {

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 SearchSpace space2() {
   SearchSpace s;
-  s.add_double("x", -5, 10).add_categorical("c", {"a", "b", "c"});
+  s.add_float("x", -5, 10).add_categorical("c", {"a", "b", "c"});
   return s;
 }
 std::unique_ptr<Study> study(std::uint64_t seed) {

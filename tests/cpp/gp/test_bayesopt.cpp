@@ -30,12 +30,12 @@ double hartmann6(const std::vector<double>& x) {
 }
 SearchSpace branin_space() {
   SearchSpace s;
-  s.add_double("x1", -5, 10).add_double("x2", 0, 15);
+  s.add_float("x1", -5, 10).add_float("x2", 0, 15);
   return s;
 }
 SearchSpace hartmann_space() {
   SearchSpace s;
-  for (int i = 0; i < 6; ++i) s.add_double("x" + std::to_string(i), 0, 1);
+  for (int i = 0; i < 6; ++i) s.add_float("x" + std::to_string(i), 0, 1);
   return s;
 }
 GPConfig with_init(int n) {
@@ -90,7 +90,7 @@ TEST(GPSearcher, BeatsRandomOnBraninAndHartmann6) {
 
 TEST(GPSearcher, BatchAsksAreDistinctAndRunningTrialsAreFantasised) {
   SearchSpace s;
-  s.add_double("lr", 1e-4, 1e-1, true).add_int("layers", 1, 4).add_categorical("opt", {"adam", "sgd"});
+  s.add_float("lr", 1e-4, 1e-1, true).add_int("layers", 1, 4).add_categorical("opt", {"adam", "sgd"});
   Study st(s, gp_searcher(), {Direction::Minimize}, 3);
   auto f = [](const std::vector<double>& x) {
     return std::pow(std::log10(x[0]) + 2.5, 2) + 0.1 * x[1] + (x[2] == 0 ? 0.0 : 0.5);
@@ -249,7 +249,7 @@ TEST(GPSearcher, KatibSettingsAndConfigRoundTrip) {
 TEST(GPSearcher, ConditionalCategoricalAndMaximiseSpaces) {
   SearchSpace s;
   s.add_categorical("model", {"linear", "tree"})
-      .add_double("alpha", 1e-3, 10.0, true)
+      .add_float("alpha", 1e-3, 10.0, true)
       .add_int("depth", 1, 12)
       .add_discrete("width", {16, 32, 64, 128});
   s.set_condition("alpha", "model", {"linear"}).set_condition("depth", "model", {"tree"});

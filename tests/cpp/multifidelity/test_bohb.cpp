@@ -95,7 +95,7 @@ TEST(BOHB, ConfigRoundTripAndValidation) {
 
 TEST(BOHB, CategoricalAndConditionalSpacesWork) {
   SearchSpace sp;
-  sp.add_categorical("opt", {"sgd", "adam", "rms"}).add_double("lr", 1e-4, 1, true).add_double("mom", 0, 1);
+  sp.add_categorical("opt", {"sgd", "adam", "rms"}).add_float("lr", 1e-4, 1, true).add_float("mom", 0, 1);
   sp.set_condition("mom", "opt", {"sgd"});
   sp.add_int("epochs", 1, 9);
   Hyperband::Config c;

@@ -20,7 +20,7 @@ using namespace kubetune::search;
 namespace {
 SearchSpace space2() {
   SearchSpace s;
-  s.add_double("a", 0, 1).add_double("b", -1, 1).add_int("epochs", 1, 243);
+  s.add_float("a", 0, 1).add_float("b", -1, 1).add_int("epochs", 1, 243);
   return s;
 }
 double objective(const std::vector<double>& x) {
@@ -205,16 +205,16 @@ TEST(Hyperband, ConfigJsonKatibNamesAndErrors) {
   EXPECT_THROW(make_searcher({{"type", "hyperband"}, {"r_l", "x"}, {"resource_name", "e"}}), InvalidArgument);
   // The resource must exist and fit the budgets.
   SearchSpace sp;
-  sp.add_double("a", 0, 1).add_int("epochs", 1, 10);
+  sp.add_float("a", 0, 1).add_int("epochs", 1, 10);
   EXPECT_THROW(Study(sp, std::make_unique<Hyperband>(cfg(27, 3))), InvalidArgument);
   SearchSpace sp2;
-  sp2.add_double("a", 0, 1).add_categorical("epochs", {"x"});
+  sp2.add_float("a", 0, 1).add_categorical("epochs", {"x"});
   EXPECT_THROW(Study(sp2, std::make_unique<Hyperband>(cfg(27, 3))), InvalidArgument);
 }
 
 TEST(Hyperband, DoubleResourceAndMaximize) {
   SearchSpace sp;
-  sp.add_double("a", 0, 1).add_double("budget", 0.5, 100);
+  sp.add_float("a", 0, 1).add_float("budget", 0.5, 100);
   Hyperband::Config c;
   c.resource_name = "budget";
   c.max_resource = 4;

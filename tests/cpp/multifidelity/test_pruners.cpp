@@ -17,7 +17,7 @@ using namespace kubetune::search;
 namespace {
 SearchSpace sp() {
   SearchSpace s;
-  s.add_double("a", 0, 1).add_int("epochs", 1, 27);
+  s.add_float("a", 0, 1).add_int("epochs", 1, 27);
   return s;
 }
 std::unique_ptr<Study> asha_study(Direction d = Direction::Minimize, int s = 0) {

@@ -33,7 +33,7 @@ TEST(Grid, KatibAxes) {
   // Katib: int range(min, max+1, step); double numpy.arange(min, max+step, step) without values above max.
   SearchSpace s;
   s.add_int("batch", 16, 64, false, 16);       // 16 32 48 64
-  s.add_double("dropout", 0.1, 0.5, false, 0.15);  // 0.1 0.25 0.4
+  s.add_float("dropout", 0.1, 0.5, false, 0.15);  // 0.1 0.25 0.4
   s.add_discrete("width", {128, 64, 256});     // sorted: 64 128 256 -> indices
   s.add_categorical("opt", {"sgd", "adam"});
   GridSearch g;
@@ -48,8 +48,8 @@ TEST(Grid, KatibAxes) {
 
 TEST(Grid, DoubleWithoutStepNeedsPoints) {
   SearchSpace s;
-  s.add_double("lr", 1e-4, 1e-1, true);
-  s.add_double("wd", 0.0, 1.0);
+  s.add_float("lr", 1e-4, 1e-1, true);
+  s.add_float("wd", 0.0, 1.0);
   try {
     Study st(s, grid());
     FAIL() << "expected an error";

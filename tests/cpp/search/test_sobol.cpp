@@ -149,10 +149,10 @@ bool same_point(const std::vector<double>& a, const std::vector<double>& b) {
 
 kubetune::SearchSpace mixed_space() {
   kubetune::SearchSpace s;
-  s.add_double("lr", 1e-4, 1e-1, true);
+  s.add_float("lr", 1e-4, 1e-1, true);
   s.add_int("layers", 1, 8);
   s.add_categorical("opt", {"sgd", "adam"});
-  s.add_double("momentum", 0.0, 0.99);
+  s.add_float("momentum", 0.0, 0.99);
   s.set_condition("momentum", "opt", {"sgd"});
   return s;
 }
@@ -198,13 +198,13 @@ TEST(SobolSearcher, ConfigRoundTripAndErrors) {
   EXPECT_THROW(kubetune::make_searcher({{"type", "sobol"}, {"scramble", "maybe"}}), kubetune::InvalidArgument);
   // skip=1 with an unscrambled sequence starts at (0.5, ...), i.e. the middle of the space.
   kubetune::SearchSpace sp;
-  sp.add_double("a", 0, 10);
+  sp.add_float("a", 0, 10);
   kubetune::Study st(sp, kubetune::make_searcher(c));
   auto t = st.ask(2);
   EXPECT_DOUBLE_EQ(t[0].x[0], 5.0);
   EXPECT_DOUBLE_EQ(t[1].x[0], 7.5);
   // Too many dimensions for the table: rejected when the study is created.
   kubetune::SearchSpace wide;
-  for (std::size_t i = 0; i <= kubetune::search::sobol_max_dims(); ++i) wide.add_double("x" + std::to_string(i), 0, 1);
+  for (std::size_t i = 0; i <= kubetune::search::sobol_max_dims(); ++i) wide.add_float("x" + std::to_string(i), 0, 1);
   EXPECT_THROW(kubetune::Study(wide, kubetune::make_searcher({{"type", "sobol"}})), kubetune::InvalidArgument);
 }

@@ -216,7 +216,7 @@ TEST(TPEConfig, BadSettingsNameTheKey) {
 
 TEST(TPESplit, CompleteBeforePrunedAndLiarsAbove) {
   SearchSpace sp;
-  sp.add_double("x", 0, 1);
+  sp.add_float("x", 0, 1);
   std::vector<Trial> trials;
   auto add = [&](TrialState s, std::vector<double> v, std::vector<std::pair<std::int64_t, double>> inter = {}) {
     Trial t;
@@ -267,7 +267,7 @@ TEST(TPESplit, CompleteBeforePrunedAndLiarsAbove) {
 
 TEST(TPE, BeatsRandomOnBranin) {
   SearchSpace sp;
-  sp.add_double("x1", -5, 10).add_double("x2", 0, 15);
+  sp.add_float("x1", -5, 10).add_float("x2", 0, 15);
   std::vector<double> tpe, rnd;
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
     tpe.push_back(best_after(sp, std::make_unique<TPE>(), branin, 100, seed) - kBraninMin);
@@ -281,7 +281,7 @@ TEST(TPE, BeatsRandomOnBranin) {
 
 TEST(TPE, BeatsRandomOnHartmann6UnivariateAndMultivariate) {
   SearchSpace sp;
-  for (int i = 0; i < 6; ++i) sp.add_double("x" + std::to_string(i), 0, 1);
+  for (int i = 0; i < 6; ++i) sp.add_float("x" + std::to_string(i), 0, 1);
   std::vector<double> uni, mv, rnd;
   TPEConfig mc;
   mc.multivariate = true;
@@ -303,7 +303,7 @@ TEST(TPE, CandidateRefinementBeatsOptunasAcquisition) {
   // benchmarks/tpe.md: multivariate Ackley-5d at 100 trials, seeds 100-599, median 6.72 -> 4.9; here 20 seeds.
   // Univariate asks ignore the setting.
   SearchSpace sp;
-  for (int i = 0; i < 5; ++i) sp.add_double("x" + std::to_string(i), -32.768, 32.768);
+  for (int i = 0; i < 5; ++i) sp.add_float("x" + std::to_string(i), -32.768, 32.768);
   static const auto ackley = search::functions::get("ackley", 5);
   auto f = [](const std::vector<double>& x) { return ackley.evaluate(x); };
   const auto [refined, optuna] = refined_and_optuna(sp, +f, 100, 20);
@@ -321,9 +321,9 @@ TEST(TPE, RefinementHelpsOnConditionalSpaces) {
   // group's estimator keeps its kernels sorted, so the incumbent's kernel is found by its centre.
   SearchSpace sp;  // groups: {model}, {C}, {depth, trees}
   sp.add_categorical("model", {"svm", "forest"})
-      .add_double("C", -3, 3)
-      .add_double("depth", 1, 20)
-      .add_double("trees", 10, 500)
+      .add_float("C", -3, 3)
+      .add_float("depth", 1, 20)
+      .add_float("trees", 10, 500)
       .set_condition("C", "model", {"svm"})
       .set_condition("depth", "model", {"forest"})
       .set_condition("trees", "model", {"forest"});
@@ -337,7 +337,7 @@ TEST(TPE, RefinementHelpsOnConditionalSpaces) {
 TEST(TPE, BatchOfEightIsDistinct) {
   // Continuous space after startup, and a small discrete space where duplicates would be likely.
   SearchSpace cont;
-  cont.add_double("x1", -5, 10).add_double("x2", 0, 15);
+  cont.add_float("x1", -5, 10).add_float("x2", 0, 15);
   SearchSpace disc;
   disc.add_int("a", 0, 4).add_categorical("b", {"p", "q", "r"}).add_discrete("c", {1, 2, 4, 8});
   for (const SearchSpace* sp : {&cont, &disc}) {
@@ -384,10 +384,10 @@ TEST(TPE, SmallFiniteSpaceIsExhaustedWithoutRepeats) {
 TEST(TPE, SaveLoadMidStudyContinuesIdentically) {
   search::register_tpe();
   SearchSpace sp;
-  sp.add_double("lr", 1e-5, 1e-1, true)
+  sp.add_float("lr", 1e-5, 1e-1, true)
       .add_int("layers", 1, 8)
       .add_categorical("opt", {"sgd", "adam"})
-      .add_double("momentum", 0.0, 0.99)
+      .add_float("momentum", 0.0, 0.99)
       .set_condition("momentum", "opt", {"sgd"});
   auto f = [](const std::vector<double>& x) {
     double m = std::isnan(x[3]) ? 0.5 : x[3];
@@ -430,7 +430,7 @@ TEST(TPE, SaveLoadMidStudyContinuesIdentically) {
 
 TEST(TPE, FailedTrialsAreIgnored) {
   SearchSpace sp;
-  sp.add_double("x", -5, 5).add_double("y", -5, 5);
+  sp.add_float("x", -5, 5).add_float("y", -5, 5);
   std::vector<Trial> with, without;
   Rng gen(9);
   for (int i = 0; i < 40; ++i) {
@@ -462,7 +462,7 @@ TEST(TPE, RefinementWithOnlyPrunedTrials) {
   // No trial completed: l(x) holds pruned ones, and the incumbent is the best of them by Optuna's rule (deepest
   // step, then last intermediate value). Proposals stay valid, and a reused searcher answers as a fresh one.
   SearchSpace sp;
-  sp.add_double("x", -5, 5).add_int("k", 0, 9).add_categorical("c", {"u", "v", "w"});
+  sp.add_float("x", -5, 5).add_int("k", 0, 9).add_categorical("c", {"u", "v", "w"});
   std::vector<Trial> hist;
   Rng gen(21);
   for (int i = 0; i < 30; ++i) {
@@ -488,7 +488,7 @@ TEST(TPE, RefinementWithOnlyPrunedTrials) {
 TEST(TPE, ConditionalSpaceNeverImputesAndFindsTheBetterBranch) {
   SearchSpace sp;
   sp.add_categorical("model", {"svm", "forest"})
-      .add_double("C", 1e-3, 1e3, true)
+      .add_float("C", 1e-3, 1e3, true)
       .add_int("depth", 1, 20)
       .add_int("trees", 10, 500, false, 10)
       .set_condition("C", "model", {"svm"})
@@ -523,7 +523,7 @@ TEST(TPE, ConditionalSpaceNeverImputesAndFindsTheBetterBranch) {
 
 TEST(TPE, LogScaleAndMaximize) {
   SearchSpace sp;
-  sp.add_double("lr", 1e-6, 1.0, true);
+  sp.add_float("lr", 1e-6, 1.0, true);
   Study st(sp, std::make_unique<TPE>(), {Direction::Maximize}, 5);
   for (int i = 0; i < 60; ++i) {
     Trial t = st.ask(1).at(0);
@@ -535,7 +535,7 @@ TEST(TPE, LogScaleAndMaximize) {
 TEST(TPE, PriorKernelFollowsTheSpacePrior) {
   // With no history and no startup, candidates come from the prior kernel alone: N(2, 0.5) truncated to [0, 10].
   SearchSpace sp;
-  sp.add_double("x", 0, 10).set_prior("x", Distribution::Normal, 2.0, 0.5);
+  sp.add_float("x", 0, 10).set_prior("x", Distribution::Normal, 2.0, 0.5);
   TPEConfig c;
   c.n_startup_trials = 0;
   TPE s(c);
@@ -556,7 +556,7 @@ TEST(TPE, PriorKernelFollowsTheSpacePrior) {
 
 TEST(TPE, IntegerStepAndDiscreteParameters) {
   SearchSpace sp;
-  sp.add_int("n", 0, 100, false, 5).add_discrete("bs", {16, 32, 64, 128, 256}).add_double("d", 0, 1, false, 0.1);
+  sp.add_int("n", 0, 100, false, 5).add_discrete("bs", {16, 32, 64, 128, 256}).add_float("d", 0, 1, false, 0.1);
   auto f = [&](const std::vector<double>& x) {
     double bs = sp.param(1).values[static_cast<std::size_t>(x[1])];
     return std::abs(x[0] - 35) + std::abs(std::log2(bs) - 6) * 5 + std::abs(x[2] - 0.7) * 10;
@@ -576,7 +576,7 @@ TEST(TPE, IntegerStepAndDiscreteParameters) {
 
 TEST(TPE, RandomStateChangesTheStreamButStaysReproducible) {
   SearchSpace sp;
-  sp.add_double("x", 0, 1);
+  sp.add_float("x", 0, 1);
   auto run = [&](nlohmann::json j) {
     Study st(sp, make(j), {Direction::Minimize}, 1);
     std::vector<double> xs;
@@ -595,7 +595,7 @@ TEST(TPE, RandomStateChangesTheStreamButStaysReproducible) {
 TEST(TPE, ThreadCountDoesNotChangeResults) {
   // Large enough history that joint scoring takes the OpenMP path (candidates x kernels x dims >= 2^17).
   SearchSpace sp;
-  sp.add_double("a", -1, 1).add_int("b", 0, 50).add_categorical("c", {"u", "v", "w"}).add_double("d", 1e-3, 1, true);
+  sp.add_float("a", -1, 1).add_int("b", 0, 50).add_categorical("c", {"u", "v", "w"}).add_float("d", 1e-3, 1, true);
   std::vector<Trial> hist;
   Rng gen(3);
   for (int i = 0; i < 2000; ++i) {
@@ -618,7 +618,7 @@ TEST(TPE, ThreadCountDoesNotChangeResults) {
 
 TEST(TPE, HyperoptPresetRuns) {
   SearchSpace sp;
-  sp.add_double("x1", -5, 10).add_double("x2", 0, 15);
+  sp.add_float("x1", -5, 10).add_float("x2", 0, 15);
   std::vector<double> h;
   for (std::uint64_t seed = 0; seed < 5; ++seed)
     h.push_back(best_after(sp, std::make_unique<TPE>(TPEConfig::hyperopt()), branin, 100, seed) - kBraninMin);
@@ -628,7 +628,7 @@ TEST(TPE, HyperoptPresetRuns) {
 TEST(TPE, ParallelUnivariateAskReportsBadHistoryAsAnError) {
   // An exception in a parameter fitted on a worker thread reaches the caller (as on one thread).
   SearchSpace sp;
-  sp.add_double("a", -1, 1).add_double("b", -1, 1).add_double("c", -1, 1);
+  sp.add_float("a", -1, 1).add_float("b", -1, 1).add_float("c", -1, 1);
   std::vector<Trial> hist = complete_history(sp, 40, Rng(4), [](const std::vector<double>& x) { return x[0] * x[0]; });
   hist[25].x[1] = std::numeric_limits<double>::infinity();
   std::vector<Direction> dir = {Direction::Minimize};
@@ -647,7 +647,7 @@ TEST(TPEModels, JointWidthsSplitAndWeightsByHand) {
   // neighbours with the bounds as outer neighbours (outermost kernels: their inner gap), clipped to
   // [range / min(100, n_kernels + 1), range] (Optuna 5 / hyperopt); weights: recency ramp, then the prior.
   SearchSpace sp;
-  sp.add_double("x", 0.0, 10.0).add_int("k", 0, 4);
+  sp.add_float("x", 0.0, 10.0).add_int("k", 0, 4);
   std::vector<Trial> trials;
   const double xs[] = {9.0, 1.0, 2.5, 7.0, 3.0, 3.0, 8.8, 0.2, 5.5, 6.1, 4.0, 9.9, 2.0, 7.7};
   const double ks[] = {0, 4, 1, 2, 2, 3, 0, 1, 4, 2, 1, 3, 0, 2};
@@ -724,7 +724,7 @@ TEST(TPE, ReusedSearcherMatchesAFreshOneWhateverTheHistoryDoes) {
   // that grows, is edited in place (a value, -0 vs +0, a state), shrinks and holds malformed rows must answer
   // exactly as a fresh searcher on the same history.
   SearchSpace sp;
-  sp.add_double("a", -2, 2).add_double("b", 1e-3, 1, true).add_int("k", 0, 9).add_categorical("c", {"u", "v"});
+  sp.add_float("a", -2, 2).add_float("b", 1e-3, 1, true).add_int("k", 0, 9).add_categorical("c", {"u", "v"});
   for (bool mv : {true, false}) {
     TPEConfig c;
     c.multivariate = mv;

@@ -43,7 +43,7 @@ int main() {
   }
 
   kt::SearchSpace space;
-  space.add_double("x", -5, 10).add_int("n", 1, 8);
+  space.add_float("x", -5, 10).add_int("n", 1, 8);
   kt::Study study(space, std::move(searcher), {kt::Direction::Minimize}, 7);
   bool in_range = true;
   for (const auto& t : study.ask(16)) {
