@@ -4,7 +4,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 APT_PKGS=(build-essential cmake ccache libeigen3-dev libxsimd-dev libboost-graph-dev nlohmann-json3-dev liblbfgspp-dev
-          libgtest-dev libgmock-dev libbenchmark-dev libomp-dev python3-venv python3-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev libomp-dev python3-venv python3-dev zlib1g-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,26 +1,31 @@
 """kubetune.nas: DARTS differentiable architecture search (Liu, Simonyan & Yang, ICLR 2019) in C++.
 
 The engine (``kubetune._kubetune.nas``) runs the supernet, the bilevel optimisation and the genotype
-derivation on the CPU (OpenMP + Eigen) or on a GPU (CUDA kernels + cuBLAS, when built with CUDA). This
-module adds the numpy front end (:class:`DARTS`), data loaders, a progress bar, plots and the demo section.
+derivation on the CPU (OpenMP + Eigen) or on a GPU (CUDA kernels + cuBLAS, when built with CUDA), and reads the
+data (IDX files, plain or gzip-compressed). This module adds the numpy front end (:class:`DARTS`), a progress
+bar, plots and the demo section; it only converts types.
 """
 from __future__ import annotations
 
-import gzip
-import numbers
-import os
-import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+import numbers as _numbers
+import os as _os
+import time as _time
+import typing as _t
+import warnings as _warnings
+from dataclasses import dataclass as _dataclass
+from dataclasses import field as _field
 
-import numpy as np
+import numpy as _np
 
 from . import _kubetune
+from ._deprecation import renamed_keywords as _renamed_keywords
+
+del annotations
 
 _native = getattr(_kubetune, "nas", None)  # None when the extension was built without the nas module
 
 
-def _missing(*_a: Any, **_k: Any) -> Any:
+def _missing(*_a: _t.Any, **_k: _t.Any) -> _t.Any:
     raise ImportError("kubetune was built without the nas module")
 
 
@@ -31,13 +36,18 @@ derive_genotype = getattr(_native, "derive_genotype", _missing)
 canonical_op = getattr(_native, "canonical_op", _missing)
 katib_op_name = getattr(_native, "katib_op_name", _missing)
 pool_stats = getattr(_native, "pool_stats", _missing)
-set_num_threads = getattr(_native, "set_num_threads", _missing)
-num_threads = getattr(_native, "num_threads", _missing)
+set_n_threads = getattr(_native, "set_n_threads", _missing)
+n_threads = getattr(_native, "n_threads", _missing)
+read_idx = getattr(_native, "read_idx", _missing)
+fashion_mnist_dir = getattr(_native, "fashion_mnist_dir", _missing)
+gzip_supported = getattr(_native, "gzip_supported", _missing)
 
+#: Debian's dataset-fashion-mnist directory: the last choice of :func:`fashion_mnist_dir`.
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 
 __all__ = [
     "DARTS",
+    "FASHION_MNIST_DIR",
     "SearchResult",
     "DartsEngine",
     "Genotype",
@@ -49,64 +59,80 @@ __all__ = [
     "load_digits",
     "load_fashion_mnist",
     "fashion_mnist_available",
+    "fashion_mnist_dir",
+    "gzip_supported",
+    "read_idx",
+    "standardize",
     "plot_alphas",
     "pool_stats",
+    "set_n_threads",
+    "n_threads",
     "set_num_threads",
     "num_threads",
 ]
 
 
-def katib_operations_to_ops(operations: Sequence[Mapping[str, Any]]) -> List[str]:
+def _deprecated(old: str, new: str) -> None:
+    _warnings.warn(f"{old} is deprecated, use {new}", DeprecationWarning, stacklevel=3)
+
+
+def set_num_threads(n: int) -> None:
+    """Deprecated alias of :func:`set_n_threads`."""
+    _deprecated("kubetune.nas.set_num_threads", "kubetune.nas.set_n_threads")
+    set_n_threads(n)
+
+
+def num_threads() -> int:
+    """Deprecated alias of :func:`n_threads`."""
+    _deprecated("kubetune.nas.num_threads", "kubetune.nas.n_threads")
+    return int(n_threads())
+
+
+def katib_operations_to_ops(operations: _t.Sequence[_t.Mapping[str, _t.Any]]) -> _t.List[str]:
     """Expand Katib's ``nasConfig.operations`` list into op names (plus ``none``, as Katib's DARTS adds it).
 
     Each entry is ``{"operationType": "separable_convolution", "parameters": [{"name": "filter_size",
-    "feasibleSpace": {"list": ["3", "5"]}}]}``; ``skip_connection`` takes no parameters.
+    "feasibleSpace": {"list": ["3", "5"]}}]}``; ``skip_connection`` takes no parameters. The expansion and its
+    checks are the C++ engine's (src/nas/katib_ops.cpp); this converts the dicts.
     """
-    ops: List[str] = []
+    converted = []
     for i, op in enumerate(operations):
-        if not isinstance(op, Mapping) or "operationType" not in op:
+        if not isinstance(op, _t.Mapping) or "operationType" not in op:
             raise ValueError(f"operations[{i}] must be a mapping with 'operationType', got {op!r}")
-        kind = str(op["operationType"])
-        sizes: List[str] = []
-        for p in op.get("parameters", []) or []:
-            if p.get("name") == "filter_size":
-                sizes += [str(v) for v in p.get("feasibleSpace", {}).get("list", [])]
-        names = [kind] if not sizes else [f"{kind}_{s}x{s}" for s in sizes]
-        for n in names:
-            canonical_op(n)  # ValueError naming the op when unknown
-            if n not in ops:
-                ops.append(n)
-    if "none" not in ops:
-        ops.insert(0, "none")
-    return ops
+        params = [
+            (str(p.get("name", "")), [str(v) for v in (p.get("feasibleSpace") or {}).get("list", []) or []])
+            for p in op.get("parameters", []) or []
+        ]
+        converted.append((str(op["operationType"]), params))
+    return list(_native_call("katib_operations_to_ops")(converted))
 
 
 #: Largest class label: the engine takes num_classes = max label + 1 as a 32-bit int.
 _MAX_LABEL = 2**31 - 2
 
 
-def _int_arg(name: str, value: Any, low: int) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+def _int_arg(name: str, value: _t.Any, low: int) -> int:
+    if not isinstance(value, _numbers.Integral) or isinstance(value, bool):
         raise TypeError(f"param '{name}' = {value!r} must be an int")
     if value < low:
         raise ValueError(f"param '{name}' = {value} must be >= {low}")
     return int(value)
 
 
-def _image_shape(image_shape: Any) -> Tuple[int, int, int]:
-    if isinstance(image_shape, (str, bytes)) or not isinstance(image_shape, Sequence):
+def _image_shape(image_shape: _t.Any) -> _t.Tuple[int, int, int]:
+    if isinstance(image_shape, (str, bytes)) or not isinstance(image_shape, _t.Sequence):
         raise TypeError(f"param 'image_shape' = {image_shape!r} must be a tuple (h, w) or (c, h, w)")
     if len(image_shape) not in (2, 3) or not all(
-        isinstance(d, numbers.Integral) and not isinstance(d, bool) and d > 0 for d in image_shape
+        isinstance(d, _numbers.Integral) and not isinstance(d, bool) and d > 0 for d in image_shape
     ):
         raise ValueError(f"param 'image_shape' = {image_shape!r} must be (h, w) or (c, h, w) of positive ints")
     shape = tuple(int(d) for d in image_shape)
     return (1, shape[0], shape[1]) if len(shape) == 2 else (shape[0], shape[1], shape[2])
 
 
-def _as_images(X: Any, image_shape: Optional[Tuple[int, ...]]) -> np.ndarray:
+def _as_images(X: _t.Any, image_shape: _t.Optional[_t.Tuple[int, ...]]) -> _np.ndarray:
     try:
-        X = np.asarray(X, dtype=np.float32)
+        X = _np.asarray(X, dtype=_np.float32)
     except (TypeError, ValueError):
         raise TypeError(f"param 'X' must be a numeric array of images, got {type(X).__name__}") from None
     if X.size == 0:
@@ -124,55 +150,55 @@ def _as_images(X: Any, image_shape: Optional[Tuple[int, ...]]) -> np.ndarray:
         X = X[:, None]
     if X.ndim != 4:
         raise ValueError(f"param 'X' must be [n, h, w] or [n, c, h, w] (or pass image_shape), got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
+    if not _np.all(_np.isfinite(X)):
         raise ValueError("param 'X' contains NaN or infinity")
-    return np.ascontiguousarray(X)
+    return _np.ascontiguousarray(X)
 
 
-def _as_labels(y: Any, n: int) -> np.ndarray:
+def _as_labels(y: _t.Any, n: int) -> _np.ndarray:
     """``y`` as int32 class labels, checked before the conversion so that nothing wraps or rounds."""
-    ya = np.asarray(y)
+    ya = _np.asarray(y)
     if ya.ndim != 1 or ya.shape[0] != n:
         raise ValueError(f"param 'y' must be 1-D with {n} labels, got shape {ya.shape}")
     if ya.dtype.kind not in "iuf":
         raise TypeError(f"param 'y' must hold integer class labels, got dtype {ya.dtype} (y[0] = {ya[0].item()!r})")
     if ya.dtype.kind == "f":
-        with np.errstate(invalid="ignore"):  # mod of inf / NaN, flagged by isfinite anyway
-            bad = np.flatnonzero(~np.isfinite(ya) | (np.mod(ya, 1) != 0))
+        with _np.errstate(invalid="ignore"):  # mod of inf / NaN, flagged by isfinite anyway
+            bad = _np.flatnonzero(~_np.isfinite(ya) | (_np.mod(ya, 1) != 0))
         if bad.size:
             raise TypeError(f"param 'y' must hold integer class labels, got y[{bad[0]}] = {ya[bad[0]].item()!r}")
-    low = np.flatnonzero(ya < 0)
+    low = _np.flatnonzero(ya < 0)
     if low.size:
         raise ValueError(f"param 'y' has a negative label y[{low[0]}] = {ya[low[0]].item()!r}")
-    high = np.flatnonzero(ya > _MAX_LABEL)
+    high = _np.flatnonzero(ya > _MAX_LABEL)
     if high.size:
         raise ValueError(f"param 'y' label y[{high[0]}] = {ya[high[0]].item()!r} is larger than {_MAX_LABEL}")
-    return np.ascontiguousarray(ya.astype(np.int32))
+    return _np.ascontiguousarray(ya.astype(_np.int32))
 
 
-@dataclass
+@_dataclass
 class SearchResult:
     """Outcome of :meth:`DARTS.search`."""
 
-    genotype: Any
-    history: List[Dict[str, Any]]
+    genotype: _t.Any
+    history: _t.List[_t.Dict[str, _t.Any]]
     best_val_acc: float
-    ops: List[str]
+    ops: _t.List[str]
     seconds: float
     device: str
-    alphas: np.ndarray = field(repr=False)  # raw alpha logits [2, edges, ops]
+    alphas: _np.ndarray = _field(repr=False)  # raw alpha logits [2, edges, ops]
 
     @property
     def val_acc(self) -> float:
         return float(self.history[-1]["val_acc"]) if self.history else float("nan")
 
-    def alpha_history(self, cell: str = "normal") -> np.ndarray:
+    def alpha_history(self, cell: str = "normal") -> _np.ndarray:
         """softmax(alpha) per epoch: [epochs, edges, ops]."""
         if cell not in ("normal", "reduce"):
             raise ValueError(f"param 'cell' = {cell!r} must be 'normal' or 'reduce'")
-        return np.stack([h[f"alpha_{cell}"] for h in self.history])
+        return _np.stack([h[f"alpha_{cell}"] for h in self.history])
 
-    def plot(self, **kw: Any):
+    def plot(self, **kw: _t.Any):
         return plot_alphas(self, **kw)
 
 
@@ -183,18 +209,22 @@ class DARTS:
     Example::
 
         res = kt.nas.DARTS(layers=3, channels=8).search(X, y, epochs=5, device="cpu", progress=True)
+
+    ``n_threads`` (0: the calling thread's :func:`set_n_threads` setting, by default all cores) applies to this
+    search only; ``threads`` is its deprecated alias.
         print(res.genotype.to_katib_string())
     """
 
+    @_renamed_keywords("DARTS", threads="n_threads")
     def __init__(
         self,
         *,
         channels: int = 16,
         layers: int = 8,
         nodes: int = 4,
-        multiplier: Optional[int] = None,
+        multiplier: _t.Optional[int] = None,
         stem_multiplier: int = 3,
-        ops: Optional[Sequence[Union[str, Mapping[str, Any]]]] = None,
+        ops: _t.Optional[_t.Sequence[_t.Union[str, _t.Mapping[str, _t.Any]]]] = None,
         batch_size: int = 64,
         w_lr: float = 0.025,
         w_lr_min: float = 0.001,
@@ -203,21 +233,21 @@ class DARTS:
         w_grad_clip: float = 5.0,
         alpha_lr: float = 3e-4,
         alpha_weight_decay: float = 1e-3,
-        alpha_betas: Tuple[float, float] = (0.5, 0.999),
+        alpha_betas: _t.Tuple[float, float] = (0.5, 0.999),
         second_order: bool = False,
         hvp_r: float = 0.01,
         train_portion: float = 0.5,
-        num_classes: Optional[int] = None,
+        num_classes: _t.Optional[int] = None,
         seed: int = 0,
-        threads: int = 0,
+        n_threads: int = 0,
     ) -> None:
         if ops is None:
             op_names = darts_ops()
-        elif len(ops) and isinstance(ops[0], Mapping):
+        elif len(ops) and isinstance(ops[0], _t.Mapping):
             op_names = katib_operations_to_ops(ops)  # type: ignore[arg-type]
         else:
             op_names = [str(o) for o in ops]
-        self.settings: Dict[str, Any] = dict(
+        self.settings: _t.Dict[str, _t.Any] = dict(
             channels=channels,
             layers=layers,
             nodes=nodes,
@@ -238,21 +268,21 @@ class DARTS:
             hvp_r=hvp_r,
             train_portion=train_portion,
             seed=int(seed),
-            threads=int(threads),
+            n_threads=int(n_threads),
         )
         self.num_classes = num_classes
-        self.engine: Optional[Any] = None
+        self.engine: _t.Optional[_t.Any] = None
 
     def search(
         self,
-        X: Any,
-        y: Any,
+        X: _t.Any,
+        y: _t.Any,
         *,
         epochs: int = 50,
         device: str = "cpu",
         progress: bool = False,
-        callback: Optional[Callable[[Dict[str, Any]], Optional[bool]]] = None,
-        image_shape: Optional[Tuple[int, ...]] = None,
+        callback: _t.Optional[_t.Callable[[_t.Dict[str, _t.Any]], _t.Optional[bool]]] = None,
+        image_shape: _t.Optional[_t.Tuple[int, ...]] = None,
     ) -> SearchResult:
         """Search on images ``X`` ([n, h, w] / [n, c, h, w], or flat rows with ``image_shape``) and integer
         labels ``y`` (integers, or floats with integral values, in [0, 2**31 - 2]); bad arguments raise
@@ -277,7 +307,7 @@ class DARTS:
                     bar.total = total
                 bar.update(1)
 
-        def on_epoch(st: Dict[str, Any]) -> bool:
+        def on_epoch(st: _t.Dict[str, _t.Any]) -> bool:
             if bar is not None:
                 bar.set_postfix(epoch=st["epoch"] + 1, val_acc=f"{st['val_acc']:.3f}", loss=f"{st['train_loss']:.3f}")
             if callback is not None:
@@ -285,7 +315,7 @@ class DARTS:
                 return True if r is None else bool(r)
             return True
 
-        t0 = time.perf_counter()
+        t0 = _time.perf_counter()
         try:
             out = self.engine.search(Xi, ya, int(epochs), on_epoch, on_step)
         finally:
@@ -296,13 +326,13 @@ class DARTS:
             history=list(out["history"]),
             best_val_acc=float(out["best_val_acc"]),
             ops=list(self.settings["ops"]),
-            seconds=time.perf_counter() - t0,
+            seconds=_time.perf_counter() - t0,
             device=dev,
-            alphas=np.array(self.engine.alphas),
+            alphas=_np.array(self.engine.alphas),
         )
 
 
-def plot_alphas(result: SearchResult, *, ax: Any = None, per_edge: bool = False):
+def plot_alphas(result: SearchResult, *, ax: _t.Any = None, per_edge: bool = False):
     """Architecture weights over epochs: softmax(alpha) averaged over a cell's edges, one line per op, for
     the normal and the reduction cell (or, with ``per_edge``, one panel per edge of the normal cell).
     Returns the matplotlib Figure: a new one made without pyplot, or the figure of ``ax`` (the backend and
@@ -311,7 +341,7 @@ def plot_alphas(result: SearchResult, *, ax: Any = None, per_edge: bool = False)
 
     if not result.history:
         raise ValueError("param 'result' has no epochs to plot")
-    epochs = np.arange(1, len(result.history) + 1)
+    epochs = _np.arange(1, len(result.history) + 1)
     if per_edge:
         a = result.alpha_history("normal")
         E = a.shape[1]
@@ -335,7 +365,7 @@ def plot_alphas(result: SearchResult, *, ax: Any = None, per_edge: bool = False)
         fig = Figure(figsize=(10, 3.6))
         axes = fig.subplots(1, 2, sharey=True)
     else:
-        axes = ax if isinstance(ax, (list, tuple, np.ndarray)) else [ax]
+        axes = ax if isinstance(ax, (list, tuple, _np.ndarray)) else [ax]
         fig = axes[0].figure
     for axx, cell in zip(axes, ("normal", "reduce")):
         a = result.alpha_history(cell).mean(axis=1)
@@ -350,64 +380,48 @@ def plot_alphas(result: SearchResult, *, ax: Any = None, per_edge: bool = False)
 
 
 # ------------------------------------------------------------------------------------------ data
-def load_digits(*, standardize: bool = True) -> Tuple[np.ndarray, np.ndarray]:
+def standardize(X: _t.Any) -> _np.ndarray:
+    """Per-channel standardisation (zero mean, unit variance) of images ``X`` [n, c, h, w]; returns a float32 copy."""
+    return _native_call("standardize")(_np.ascontiguousarray(X, dtype=_np.float32))
+
+
+def _native_call(name: str) -> _t.Callable[..., _t.Any]:
+    return getattr(_native, name, _missing)
+
+
+def load_digits(*, standardize: bool = True) -> _t.Tuple[_np.ndarray, _np.ndarray]:
     """scikit-learn's 8x8 digits as (X [1797, 1, 8, 8] float32, y int32); standardised by default."""
     from sklearn.datasets import load_digits as _ld
 
     d = _ld()
-    X = (d.images.astype(np.float32) / 16.0)[:, None]
+    X = _np.ascontiguousarray((d.images.astype(_np.float32) / 16.0)[:, None])
     if standardize:
-        X = (X - X.mean()) / X.std()
-    return np.ascontiguousarray(X, dtype=np.float32), d.target.astype(np.int32)
+        X = _native_call("standardize")(X)
+    return X, d.target.astype(_np.int32)
 
 
-def fashion_mnist_available(directory: str = FASHION_MNIST_DIR, train: bool = True) -> bool:
-    p = "train" if train else "t10k"
-    return all(
-        os.path.exists(os.path.join(directory, f"{p}-{kind}")) or os.path.exists(os.path.join(directory, f"{p}-{kind}.gz"))
-        for kind in ("images-idx3-ubyte", "labels-idx1-ubyte")
-    )
+def _directory(directory: _t.Any) -> str:
+    return "" if directory is None else _os.fspath(directory)
 
 
-def _read_idx(path: str) -> np.ndarray:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] != 8:
-        raise OSError(f"{path}: not an unsigned-byte IDX file")
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
-    arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
-    if arr.size != int(np.prod(dims)):
-        raise OSError(f"{path}: truncated ({arr.size} values for shape {dims})")
-    return arr.reshape(dims)
+def fashion_mnist_available(directory: _t.Any = None, train: bool = True) -> bool:
+    """True when :func:`fashion_mnist_dir` (``directory``, else ``$KUBETUNE_SHARED_DATA/fashion-mnist``, else
+    Debian's ``/usr/share/datasets/fashion-mnist``) holds both files of the split, plain or ``.gz``."""
+    return bool(_native_call("fashion_mnist_available")(_directory(directory), bool(train)))
 
 
 def load_fashion_mnist(
-    directory: str = FASHION_MNIST_DIR, *, train: bool = True, limit: Optional[int] = None, standardize: bool = True
-) -> Tuple[np.ndarray, np.ndarray]:
-    """Fashion-MNIST (Xiao, Rasul & Vollgraf 2017) from Debian's ``dataset-fashion-mnist`` files (.gz or raw)
-    as (X [n, 1, 28, 28] float32, y int32). Raises FileNotFoundError when the package is not installed."""
-    p = "train" if train else "t10k"
-
-    def find(kind: str) -> str:
-        for name in (f"{p}-{kind}", f"{p}-{kind}.gz"):
-            full = os.path.join(directory, name)
-            if os.path.exists(full):
-                return full
-        raise FileNotFoundError(
-            f"Fashion-MNIST file {p}-{kind}[.gz] not found in {directory!r} "
-            "(install Debian's dataset-fashion-mnist package)"
-        )
-
-    X = _read_idx(find("images-idx3-ubyte")).astype(np.float32) / 255.0
-    y = _read_idx(find("labels-idx1-ubyte")).astype(np.int32)
-    if limit is not None:
-        X, y = X[: int(limit)], y[: int(limit)]
-    X = X[:, None]
-    if standardize:
-        X = (X - X.mean()) / X.std()
-    return np.ascontiguousarray(X, dtype=np.float32), y
+    directory: _t.Any = None, *, train: bool = True, limit: _t.Optional[int] = None, standardize: bool = True
+) -> _t.Tuple[_np.ndarray, _np.ndarray]:
+    """Fashion-MNIST (Xiao, Rasul & Vollgraf 2017) as (X [n, 1, 28, 28] float32, y int32), read by the C++ loader
+    from :func:`fashion_mnist_dir` (Debian's ``dataset-fashion-mnist`` layout, .gz or raw); at most ``limit``
+    samples (None or 0: all). FileNotFoundError when the files are absent, OSError naming the file and field when
+    one is malformed."""
+    if limit is not None and (not isinstance(limit, _numbers.Integral) or isinstance(limit, bool)):
+        raise TypeError(f"param 'limit' = {limit!r} must be an int or None")
+    return _native_call("load_fashion_mnist")(
+        _directory(directory), bool(train), 0 if limit is None else int(limit), bool(standardize)
+    )
 
 
 # ------------------------------------------------------------------------------------------ demo
@@ -418,7 +432,7 @@ def _demo(quick: bool = False) -> None:
     # one thread: on 8x8 images the ops are too small for OpenMP teams to pay off
     search = DARTS(
         channels=channels, layers=2, nodes=2, stem_multiplier=1, batch_size=64, w_lr=0.1, alpha_lr=3e-3, seed=0,
-        threads=1,
+        n_threads=1,
     )
     res = search.search(X, y, epochs=epochs, device="cpu")
     print(f"{'epoch':>5} {'lr':>7} {'train loss':>10} {'train acc':>9} {'val acc':>7} {'s':>5}")

@@ -6,7 +6,9 @@
 #include "bindings.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/nas/darts.hpp"
+#include "kubetune/nas/data.hpp"
 #include "kubetune/nas/genotype.hpp"
+#include "kubetune/nas/katib_ops.hpp"
 #include "kubetune/nas/supernet.hpp"
 #include "kubetune/nas/tensor.hpp"
 
@@ -78,10 +80,48 @@ nas::DartsConfig make_config(py::kwargs kw) {
     else if (k == "hvp_r") c.hvp_r = py::cast<double>(v);
     else if (k == "train_portion") c.train_portion = py::cast<double>(v);
     else if (k == "seed") c.seed = py::cast<std::uint64_t>(v);
-    else if (k == "threads") c.threads = py::cast<int>(v);
+    else if (k == "n_threads") c.n_threads = py::cast<int>(v);
+    else if (k == "threads") {  // deprecated alias (one release); DartsConfig folds it into n_threads
+      if (PyErr_WarnEx(PyExc_DeprecationWarning, "DartsEngine: keyword 'threads' is deprecated, use 'n_threads'", 1) < 0)
+        throw py::error_already_set();
+      c.threads = py::cast<int>(v);
+    }
     else throw py::type_error("DartsEngine: unexpected keyword argument '" + k + "'");
   }
   return c;
+}
+
+/// Images [n, c, h, w] float32 and labels int32 as numpy arrays (copies).
+py::tuple dataset_arrays(const nas::Dataset& d) {
+  FArray X({d.n, d.c, d.h, d.w});
+  std::copy(d.x.begin(), d.x.end(), X.mutable_data());
+  IArray y(d.n);
+  std::copy(d.y.begin(), d.y.end(), y.mutable_data());
+  return py::make_tuple(X, y);
+}
+
+/// Katib operations as Python passes them: (operation_type, [(parameter name, feasible-space list), ...]).
+using PyKatibOps = std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>>>;
+
+std::vector<nas::KatibOperation> katib_operations(const PyKatibOps& in) {
+  std::vector<nas::KatibOperation> out;
+  for (const auto& [type, params] : in) {
+    nas::KatibOperation op{type, {}};
+    for (const auto& [name, list] : params) op.parameters.push_back({name, list});
+    out.push_back(std::move(op));
+  }
+  return out;
+}
+
+/// NotFound (a missing file) as Python's FileNotFoundError.
+template <class F>
+auto file_call(F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const kubetune::NotFound& e) {
+    PyErr_SetString(PyExc_FileNotFoundError, e.what());
+    throw py::error_already_set();
+  }
 }
 
 py::dict genotype_dict(const nas::Genotype& g) {
@@ -103,8 +143,84 @@ void bind_nas(py::module_& m) {
         py::arg("name"), "DARTS name of an op given its DARTS or Katib name (ValueError if unknown)");
   s.def("katib_op_name", [](const std::string& name) { return std::string(nas::katib_op_name(nas::parse_op(name))); },
         py::arg("name"), "Katib name of an op given its DARTS or Katib name");
-  s.def("set_num_threads", &nas::set_num_threads, py::arg("n"), "CPU threads of the nas ops (<= 0: all)");
-  s.def("num_threads", &nas::num_threads);
+  s.def("set_n_threads", &nas::set_n_threads, py::arg("n"),
+        "CPU threads of the nas ops called on this thread (<= 0: all); per thread, not process-wide");
+  s.def("n_threads", &nas::n_threads, "The calling thread's resolved op thread count");
+
+  // ---- Katib's NAS operations (parsed and validated in C++: src/nas/katib_ops.cpp)
+  s.def("katib_darts_operation_types", &nas::katib_darts_operation_types,
+        "nasConfig.operations[].operationType values a DARTS trial builds, in Katib's order");
+  s.def(
+      "katib_darts_search_space",
+      [](const PyKatibOps& operations, bool present) {
+        nas::KatibNasConfig c;
+        c.present = present;
+        c.operations = katib_operations(operations);
+        return nas::katib_darts_search_space(c);
+      },
+      py::arg("operations"), py::arg("present") = true,
+      "Op names of nasConfig.operations ([(operation_type, [(parameter, [values])])]) in Katib's order; "
+      "ValueError naming the field");
+  s.def(
+      "katib_darts_num_layers",
+      [](std::int64_t n) {
+        nas::KatibNasConfig c;
+        c.num_layers = n;
+        return nas::katib_darts_num_layers(c);
+      },
+      py::arg("num_layers"), "graphConfig.numLayers, checked (ValueError when < 1)");
+  s.def(
+      "katib_operations_to_ops",
+      [](const PyKatibOps& operations) { return nas::katib_operations_to_ops(katib_operations(operations)); },
+      py::arg("operations"), "Op names from operations in the dict form, 'none' first unless listed");
+  s.def("katib_trial_ops", &nas::katib_trial_ops, py::arg("names"), py::arg("what"),
+        "A DARTS trial's ops from Katib's search-space names, 'none' appended unless listed; [] = DARTS' ops");
+
+  // ---- data (the C++ loader: IDX plain or .gz, Fashion-MNIST lookup, standardisation)
+  s.def("gzip_supported", &nas::gzip_supported, "True when this build reads gzip-compressed files (zlib)");
+  s.def(
+      "read_idx",
+      [](const std::string& path) {
+        nas::IdxArray a = nas::read_idx_file(path);
+        std::vector<py::ssize_t> shape(a.dims.begin(), a.dims.end());
+        py::array_t<std::uint8_t> out(shape);
+        std::copy(a.values.begin(), a.values.end(), out.mutable_data());
+        return out;
+      },
+      py::arg("path"), "An unsigned-byte IDX file (plain or gzip-compressed) as a uint8 array of its dims");
+  s.def("fashion_mnist_dir", &nas::fashion_mnist_dir, py::arg("directory") = "",
+        "The Fashion-MNIST directory: `directory`, else $KUBETUNE_SHARED_DATA/fashion-mnist, else Debian's");
+  s.def("fashion_mnist_available", &nas::fashion_mnist_available, py::arg("directory") = "",
+        py::arg("train") = true, "True when both files of the split exist (plain or .gz)");
+  s.def(
+      "load_fashion_mnist",
+      [](const std::string& directory, bool train, int limit, bool standardize) {
+        nas::Dataset d = file_call([&] {
+          py::gil_scoped_release rel;
+          nas::Dataset r = nas::load_fashion_mnist(directory, train, limit);
+          if (standardize) nas::standardize(r);
+          return r;
+        });
+        return dataset_arrays(d);
+      },
+      py::arg("directory") = "", py::arg("train") = true, py::arg("limit") = 0, py::arg("standardize") = true,
+      "Fashion-MNIST as (X [n, 1, 28, 28] float32, y int32); FileNotFoundError when absent");
+  s.def(
+      "standardize",
+      [](const FArray& X) {
+        if (X.ndim() != 4)
+          throw py::value_error("param 'X' must be a 4-D array [n, channels, height, width], got " +
+                                std::to_string(X.ndim()) + " dimensions");
+        FArray out({X.shape(0), X.shape(1), X.shape(2), X.shape(3)});
+        std::copy(X.data(), X.data() + X.size(), out.mutable_data());
+        float* p = out.mutable_data();
+        const auto n = static_cast<std::int64_t>(X.shape(0)), hw = static_cast<std::int64_t>(X.shape(2) * X.shape(3));
+        const int c = static_cast<int>(X.shape(1));
+        py::gil_scoped_release rel;
+        nas::standardize(p, n, c, hw);
+        return out;
+      },
+      py::arg("X"), "Per-channel standardisation (zero mean, unit variance) of images [n, c, h, w]; a copy");
   s.def(
       "pool_stats",
       [](const std::string& device) {
@@ -230,6 +346,9 @@ void bind_nas(py::module_& m) {
       .def_property_readonly("num_edges", [](nas::Darts& d) { return d.net().num_edges(); })
       .def_property_readonly("ops", [](nas::Darts& d) { return d.net().config().ops; })
       .def_property_readonly("num_weights", [](nas::Darts& d) { return d.net().num_weights(); })
+      .def_property_readonly("n_threads", [](nas::Darts& d) { return d.config().n_threads; },
+                             "CPU threads of this engine's ops (0: the calling thread's setting)")
+      .def_property_readonly("seed", [](nas::Darts& d) { return d.config().seed; })
       .def("lr_at", &nas::Darts::lr_at, py::arg("epoch"), py::arg("epochs"));
 }
 

@@ -5,11 +5,23 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
-#include <random>
+#include <utility>
 
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/rng.hpp"
 
 namespace kubetune::nas {
+
+namespace {
+/// kubetune::Rng stream of the data split and the batch order (streams 0 and 1 initialise the supernet).
+constexpr std::uint64_t kDataStream = 2;
+
+/// Fisher-Yates shuffle driven by kubetune::Rng: the same permutation with every standard library
+/// (std::shuffle's algorithm is implementation-defined).
+void shuffle(std::vector<int>& v, Rng& rng) {
+  for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
+}
+}  // namespace
 
 void DartsConfig::validate() const {
   net.validate();
@@ -30,11 +42,20 @@ void DartsConfig::validate() const {
   KT_CHECK(hvp_r > 0, InvalidArgument, "param 'hvp_r' = ", hvp_r, " must be > 0");
   KT_CHECK(train_portion > 0 && train_portion < 1, InvalidArgument, "param 'train_portion' = ", train_portion,
            " must be in (0, 1)");
+  KT_CHECK(n_threads >= 0, InvalidArgument, "param 'n_threads' = ", n_threads, " must be >= 0 (0: all cores)");
+  KT_CHECK(threads >= 0, InvalidArgument, "param 'threads' (deprecated alias of 'n_threads') = ", threads,
+           " must be >= 0 (0: all cores)");
+  KT_CHECK(n_threads == 0 || threads == 0 || n_threads == threads, InvalidArgument, "param 'n_threads' = ",
+           n_threads, " and its deprecated alias 'threads' = ", threads, " disagree");
 }
+
+int DartsConfig::resolved_n_threads() const noexcept { return n_threads > 0 ? n_threads : threads; }
 
 Darts::Darts(const DartsConfig& config, Device device) : config_(config), device_(device) {
   config_.validate();
-  if (config_.threads > 0) set_num_threads(config_.threads);
+  config_.n_threads = config_.resolved_n_threads();
+  config_.threads = 0;
+  ThreadsScope threads(config_.n_threads);
   net_ = std::make_unique<Supernet>(config_.net, device, config_.seed);
   adam_m_.assign(net_->alphas().size(), 0.0f);
   adam_v_.assign(net_->alphas().size(), 0.0f);
@@ -60,6 +81,7 @@ Batch Darts::make_batch(const float* X, const int* y, const std::vector<int>& ro
 }
 
 double Darts::unrolled_val_loss(const Batch& train, const Batch& val, double xi) {
+  ThreadsScope threads(config_.n_threads);
   Supernet& net = *net_;
   Tensor w0 = net.weights().clone();
   net.forward_backward(train.x, train.labels, true, false);
@@ -75,6 +97,7 @@ double Darts::unrolled_val_loss(const Batch& train, const Batch& val, double xi)
 }
 
 std::vector<float> Darts::architecture_gradient(const Batch& train, const Batch& val, double xi, bool second_order) {
+  ThreadsScope threads(config_.n_threads);
   Supernet& net = *net_;
   if (!second_order) {
     net.forward_backward(val.x, val.labels, false, true);
@@ -111,6 +134,7 @@ std::vector<float> Darts::architecture_gradient(const Batch& train, const Batch&
 }
 
 PassResult Darts::step(const Batch& train, const Batch& val, double lr) {
+  ThreadsScope threads(config_.n_threads);
   Supernet& net = *net_;
   // 1. architecture step (Adam on alpha, L2 weight decay as PyTorch's Adam)
   std::vector<float> ga = architecture_gradient(train, val, lr, config_.second_order);
@@ -141,6 +165,7 @@ PassResult Darts::step(const Batch& train, const Batch& val, double lr) {
 }
 
 std::pair<double, double> Darts::evaluate(const float* X, const int* y, int n, int c, int h, int w) {
+  ThreadsScope threads(config_.n_threads);
   double loss = 0;
   long correct = 0;
   for (int s = 0; s < n; s += config_.eval_batch_size) {
@@ -162,6 +187,7 @@ Genotype Darts::genotype() const {
 SearchResult Darts::search(const float* X, const int* y, int n, int c, int h, int w, int epochs,
                            const std::function<bool(const EpochStats&)>& on_epoch,
                            const std::function<void(int, int)>& on_step) {
+  ThreadsScope threads(config_.n_threads);
   const auto& cfg = net_->config();
   KT_CHECK(X != nullptr && y != nullptr, InvalidArgument, "param 'X'/'y' must not be null");
   KT_CHECK(epochs >= 1, InvalidArgument, "param 'epochs' = ", epochs, " must be >= 1");
@@ -171,10 +197,10 @@ SearchResult Darts::search(const float* X, const int* y, int n, int c, int h, in
   for (int i = 0; i < n; ++i)
     KT_CHECK(y[i] >= 0 && y[i] < cfg.num_classes, InvalidArgument, "param 'y'[", i, "] = ", y[i],
              " outside [0, num_classes=", cfg.num_classes, ")");
-  std::mt19937_64 rng(config_.seed + 1);
+  Rng rng(config_.seed, kDataStream);
   std::vector<int> idx(n);
   std::iota(idx.begin(), idx.end(), 0);
-  std::shuffle(idx.begin(), idx.end(), rng);
+  shuffle(idx, rng);
   const int n_train = static_cast<int>(std::floor(n * config_.train_portion));
   KT_CHECK(n_train >= 2 && n - n_train >= 2, InvalidArgument, "param 'X' has ", n,
            " samples: too few for train_portion = ", config_.train_portion);
@@ -194,7 +220,7 @@ SearchResult Darts::search(const float* X, const int* y, int n, int c, int h, in
   for (int e = 0; e < epochs; ++e) {
     auto t0 = std::chrono::steady_clock::now();
     const double lr = lr_at(e, epochs);
-    std::shuffle(tr.begin(), tr.end(), rng);
+    shuffle(tr, rng);
     double tl = 0;
     long tc = 0, tn = 0;
     for (int s = 0; s < steps; ++s) {
@@ -202,7 +228,7 @@ SearchResult Darts::search(const float* X, const int* y, int n, int c, int h, in
       std::vector<int> rv;
       while (static_cast<int>(rv.size()) < std::min<int>(B, static_cast<int>(va.size()))) {
         if (vpos >= va.size()) {
-          std::shuffle(va.begin(), va.end(), rng);
+          shuffle(va, rng);
           vpos = 0;
         }
         rv.push_back(va[vpos++]);

@@ -7,7 +7,6 @@
 #endif
 #include <Eigen/Core>
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -28,9 +27,11 @@ using MatR = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajo
 using MapR = Eigen::Map<MatR>;
 using CMapR = Eigen::Map<const MatR>;
 
-std::atomic<int> g_threads{0};
+// The thread count of the ops called on this thread: a per-thread setting (set_n_threads, or a ThreadsScope that
+// a Darts object opens around its work), never a process-wide one, so two engines on two threads keep their own.
+thread_local int t_threads = 0;
 
-int nt() { return core::resolve_threads(g_threads.load(std::memory_order_relaxed)); }
+int nt() { return core::resolve_threads(t_threads); }
 
 // OpenMP pays off only above some work; below it the loop runs on the calling thread.
 constexpr std::int64_t kParallelWork = 1 << 18;
@@ -88,8 +89,13 @@ inline void valid_range(int off, int s, int n, int out, int& lo, int& hi) {
 
 }  // namespace
 
-void set_num_threads(int n) { g_threads.store(n, std::memory_order_relaxed); }
-int num_threads() noexcept { return nt(); }
+void set_n_threads(int n) noexcept { t_threads = n; }
+int n_threads() noexcept { return nt(); }
+
+ThreadsScope::ThreadsScope(int n) noexcept : previous_(t_threads) {
+  if (n > 0) t_threads = n;
+}
+ThreadsScope::~ThreadsScope() { t_threads = previous_; }
 
 int conv_out_size(int in, int k, int stride, int pad, int dilation) noexcept {
   return (in + 2 * pad - dilation * (k - 1) - 1) / stride + 1;

@@ -3,12 +3,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include "kubetune/core/device.hpp"
 #include "kubetune/core/error.hpp"
+#include "kubetune/core/rng.hpp"
 
 namespace kubetune::nas {
+
+namespace {
+// kubetune::Rng streams of one seed (the same numbers with every standard library): weight initialisation,
+// alpha initialisation; src/nas/darts.cpp draws the data split and batch order from stream 2.
+constexpr std::uint64_t kWeightStream = 0, kAlphaStream = 1;
+}  // namespace
 
 // ================================================================= op space
 namespace {
@@ -77,7 +83,7 @@ int ParamStore::add(std::vector<int> shape, Init init, int fan_in) {
 
 void ParamStore::allocate(Device device, std::uint64_t seed) {
   std::vector<float> host(static_cast<std::size_t>(std::max<std::int64_t>(total_, 1)), 0.0f);
-  std::mt19937_64 rng(seed);
+  Rng rng(seed, kWeightStream);
   for (const auto& s : specs_) {
     std::int64_t n = shape_numel(s.shape);
     float* p = host.data() + s.offset;
@@ -85,8 +91,7 @@ void ParamStore::allocate(Device device, std::uint64_t seed) {
       std::fill(p, p + n, 1.0f);
     } else if (s.init == Init::KaimingUniform) {
       const float b = 1.0f / std::sqrt(static_cast<float>(s.fan_in));
-      std::uniform_real_distribution<float> u(-b, b);
-      for (std::int64_t i = 0; i < n; ++i) p[i] = u(rng);
+      for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(rng.uniform(-b, b));
     }
   }
   values_ = Tensor::from_host(host.data(), {static_cast<int>(host.size())}, device);
@@ -592,9 +597,8 @@ Supernet::Supernet(const SupernetConfig& config, Device device, std::uint64_t se
   const std::size_t n = 2 * static_cast<std::size_t>(num_edges()) * ops_.size();
   alpha_.resize(n);
   alpha_grad_.assign(n, 0.0f);
-  std::mt19937_64 rng(seed ^ 0x9E3779B97F4A7C15ULL);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (auto& a : alpha_) a = 1e-3f * nd(rng);
+  Rng rng(seed, kAlphaStream);
+  for (auto& a : alpha_) a = static_cast<float>(1e-3 * rng.normal());
 }
 
 Supernet::~Supernet() = default;

@@ -14,7 +14,7 @@ def images(n=N):
 
 @pytest.fixture
 def search():
-    s = nas.DARTS(channels=4, layers=1, nodes=1, stem_multiplier=1, batch_size=4, threads=1)
+    s = nas.DARTS(channels=4, layers=1, nodes=1, stem_multiplier=1, batch_size=4, n_threads=1)
     yield s
     assert s.engine is None  # every call below failed before building the engine
 
@@ -84,6 +84,6 @@ def test_bad_epochs(search, epochs, error):
 
 
 def test_good_flat_input_still_runs():
-    s = nas.DARTS(channels=4, layers=1, nodes=1, stem_multiplier=1, batch_size=4, threads=1)
+    s = nas.DARTS(channels=4, layers=1, nodes=1, stem_multiplier=1, batch_size=4, n_threads=1)
     res = s.search(images().reshape(N, 16), np.array([0, 1] * 4, dtype=np.uint64), epochs=1, image_shape=(4, 4))
     assert len(res.history) == 1

@@ -338,7 +338,7 @@ def test_trial_round_trip_genotype_matches_in_process_search(round_trip):
     ops = json.loads(dict(assignments)["search-space"].replace("'", '"')) + ["none"]
     X, y = nas.load_digits()
     res = nas.DARTS(channels=4, layers=3, nodes=2, stem_multiplier=1, batch_size=64, w_lr=0.1, alpha_lr=0.003,
-                    ops=ops, seed=0, threads=1).search(X, y, epochs=3)
+                    ops=ops, seed=0, n_threads=1).search(X, y, epochs=3)
     accs = [float(v) for v in _metrics(proc.stdout)["Validation-accuracy"]]
     assert accs[:-1] == [h["val_acc"] for h in res.history]
     best = max(range(3), key=lambda i: (res.history[i]["val_acc"], -i))

@@ -33,8 +33,13 @@ struct DartsConfig {
   double train_portion = 0.5; ///< share of the data used to train weights; the rest trains alpha
   int eval_batch_size = 256;
   std::uint64_t seed = 0;
-  int threads = 0;            ///< CPU threads for the nas ops (> 0 sets set_num_threads; <= 0 keeps it)
+  /// CPU threads of this engine's ops (0: the calling thread's setting, set_n_threads, by default all cores).
+  /// Applied per call on the calling thread (ThreadsScope): nothing process-wide changes, so engines with
+  /// different counts do not affect each other or OpenMP's default (omp_get_max_threads).
+  int n_threads = 0;
+  int threads = 0;            ///< deprecated alias of n_threads (one release); the engine folds it into n_threads
   void validate() const;      ///< throws InvalidArgument naming the field
+  int resolved_n_threads() const noexcept;  ///< n_threads, else the deprecated `threads`
 };
 
 /// What one epoch did.

@@ -12,9 +12,29 @@
 
 namespace kubetune::nas {
 
-/// Threads used by CPU ops (<= 0: all hardware threads). Default: all.
-void set_num_threads(int n);
-int num_threads() noexcept;
+/// Threads of the CPU ops called on the CALLING thread (<= 0: all hardware threads; default: all). The setting
+/// belongs to the calling thread, not to the process: other threads, and OpenMP's own default
+/// (omp_get_max_threads), are unchanged. A Darts object applies its `DartsConfig::n_threads` the same way,
+/// through a ThreadsScope around each call, so engines with different thread counts do not disturb each other.
+void set_n_threads(int n) noexcept;
+/// The calling thread's resolved op thread count (>= 1).
+int n_threads() noexcept;
+/// Deprecated aliases of set_n_threads / n_threads (kept for one release).
+inline void set_num_threads(int n) noexcept { set_n_threads(n); }
+inline int num_threads() noexcept { return n_threads(); }
+
+/// Sets the calling thread's op thread count to `n` (n <= 0: leaves it as it is) for the scope's lifetime and
+/// restores the previous value afterwards.
+class ThreadsScope {
+ public:
+  explicit ThreadsScope(int n) noexcept;
+  ~ThreadsScope();
+  ThreadsScope(const ThreadsScope&) = delete;
+  ThreadsScope& operator=(const ThreadsScope&) = delete;
+
+ private:
+  int previous_;
+};
 
 /// Output extent of a 2-D window op.
 int conv_out_size(int in, int k, int stride, int pad, int dilation = 1) noexcept;

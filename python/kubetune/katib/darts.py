@@ -20,10 +20,14 @@ Nothing here prints; this module only converts types.
 """
 from __future__ import annotations
 
-import json
-import math
-from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+import json as _json
+import math as _math
+import typing as _t
+from dataclasses import dataclass as _dataclass
+
+from .. import _kubetune
+
+del annotations
 
 __all__ = [
     "DARTS_SETTING_DEFAULTS",
@@ -39,14 +43,22 @@ __all__ = [
     "validate_darts_settings",
 ]
 
-SettingValue = Union[int, float, None]
+_SettingValue = _t.Union[int, float, None]
+
+_nas_native = getattr(_kubetune, "nas", None)  # None when the extension was built without the nas module
 
 
-@dataclass(frozen=True)
+def _native() -> _t.Any:
+    if _nas_native is None:
+        raise ImportError("kubetune was built without the nas module (Katib's darts needs it)")
+    return _nas_native
+
+
+@_dataclass(frozen=True)
 class _Setting:
     kind: type  # int or float
-    default: Union[int, float]
-    minimum: Union[int, float]
+    default: _t.Union[int, float]
+    minimum: _t.Union[int, float]
     strict: bool = False  # value must be > minimum (else >=)
     allow_none: bool = False
 
@@ -54,7 +66,7 @@ class _Setting:
 # Katib's DARTS settings, defaults and accepted ranges, in Katib's order (service.py get_algorithm_settings and
 # validate_algorithm_settings): num_epochs > 0; learning rates, weight decays, momentum and clip >= 0;
 # batch_size >= 1 or "None"; num_workers >= 0; init_channels, print_step, num_nodes, stem_multiplier >= 1.
-_SETTINGS: Dict[str, _Setting] = {
+_SETTINGS: _t.Dict[str, _Setting] = {
     "num_epochs": _Setting(int, 50, 0, strict=True),
     "w_lr": _Setting(float, 0.025, 0.0),
     "w_lr_min": _Setting(float, 0.001, 0.0),
@@ -71,10 +83,10 @@ _SETTINGS: Dict[str, _Setting] = {
     "stem_multiplier": _Setting(int, 3, 1),
 }
 
-DARTS_SETTING_DEFAULTS: Dict[str, Union[int, float]] = {k: s.default for k, s in _SETTINGS.items()}
+DARTS_SETTING_DEFAULTS: _t.Dict[str, _t.Union[int, float]] = {k: s.default for k, s in _SETTINGS.items()}
 """Katib's DARTS algorithm settings and their defaults, in Katib's order."""
 
-KUBETUNE_SETTING_NAMES: Dict[str, str] = {
+KUBETUNE_SETTING_NAMES: _t.Dict[str, str] = {
     "num_epochs": "epochs",  # argument of kt.nas.DARTS.search
     "w_lr": "w_lr",
     "w_lr_min": "w_lr_min",
@@ -91,18 +103,14 @@ KUBETUNE_SETTING_NAMES: Dict[str, str] = {
 """Katib setting -> kubetune DARTS argument. ``num_workers`` (data-loader processes) and ``print_step`` (log
 interval) have no counterpart: they are validated and passed on, and kubetune's trial ignores them."""
 
-KATIB_DARTS_OPERATION_TYPES: Tuple[str, ...] = (
-    "separable_convolution",
-    "dilated_convolution",
-    "avg_pooling",
-    "max_pooling",
-    "skip_connection",
+KATIB_DARTS_OPERATION_TYPES: _t.Tuple[str, ...] = (
+    tuple(_nas_native.katib_darts_operation_types()) if _nas_native is not None else ()
 )
 """``nasConfig.operations[].operationType`` values a DARTS trial builds (the ops of Katib's DARTS trial image)."""
 
 
 # ------------------------------------------------------------------------------------------ settings
-def _bad(name: str, value: Any, why: str) -> ValueError:
+def _bad(name: str, value: _t.Any, why: str) -> ValueError:
     return ValueError(f"algorithm setting '{name}' = {value!r} {why}")
 
 
@@ -113,14 +121,14 @@ def _range_text(spec: _Setting) -> str:
     return f"must be {kind} {op} {spec.minimum}{extra}"
 
 
-def _to_number(name: str, value: Any, spec: _Setting) -> Union[int, float]:
+def _to_number(name: str, value: _t.Any, spec: _Setting) -> _t.Union[int, float]:
     if isinstance(value, bool):
         raise _bad(name, value, _range_text(spec))
     if spec.kind is int:
         if isinstance(value, int):
             return value
         if isinstance(value, float):
-            if math.isfinite(value) and value == int(value):
+            if _math.isfinite(value) and value == int(value):
                 return int(value)
             raise _bad(name, value, _range_text(spec))
         if isinstance(value, str):
@@ -138,12 +146,12 @@ def _to_number(name: str, value: Any, spec: _Setting) -> Union[int, float]:
             raise _bad(name, value, _range_text(spec)) from None
     else:
         raise _bad(name, value, _range_text(spec))
-    if not math.isfinite(out):
+    if not _math.isfinite(out):
         raise _bad(name, value, "must be a finite number")
     return out
 
 
-def parse_darts_setting(name: str, value: Any) -> SettingValue:
+def parse_darts_setting(name: str, value: _t.Any) -> _SettingValue:
     """One Katib DARTS setting as a number: ``value`` is the Experiment's string (``"0.01"``), a number, or
     ``None``/``"None"`` (``batch_size`` only). ValueError names the setting and the value when the name is
     unknown or the value is unparsable or out of Katib's range."""
@@ -162,16 +170,16 @@ def parse_darts_setting(name: str, value: Any) -> SettingValue:
     return number
 
 
-def parse_darts_settings(settings: Mapping[str, Any]) -> Dict[str, SettingValue]:
+def parse_darts_settings(settings: _t.Mapping[str, _t.Any]) -> _t.Dict[str, _SettingValue]:
     """Katib's defaults overlaid with ``settings`` (name -> string or number), every value parsed."""
-    out: Dict[str, SettingValue] = dict(DARTS_SETTING_DEFAULTS)
+    out: _t.Dict[str, _SettingValue] = dict(DARTS_SETTING_DEFAULTS)
     for name, value in settings.items():
         out[str(name)] = parse_darts_setting(str(name), value)
     return out
 
 
 # ------------------------------------------------------------------------------------------ experiment
-def _spec(experiment: Any) -> Any:
+def _spec(experiment: _t.Any) -> _t.Any:
     from kubeflow.katib import katib_api_pb2
 
     if not isinstance(experiment, katib_api_pb2.Experiment):
@@ -179,65 +187,28 @@ def _spec(experiment: Any) -> Any:
     return experiment.spec
 
 
-def _operation_names(index: int, operation: Any) -> List[str]:
-    from .. import nas
-
-    kind = operation.operation_type
-    where = f"nas_config.operations[{index}]"
-    if not kind:
-        raise ValueError(f"{where}.operation_type is empty")
-    if kind not in KATIB_DARTS_OPERATION_TYPES:
-        raise ValueError(
-            f"{where}.operation_type = {kind!r} is not a DARTS operation "
-            f"(known: {', '.join(KATIB_DARTS_OPERATION_TYPES)})"
-        )
-    if kind == "skip_connection":  # Katib lists it as is and ignores its parameters
-        return [kind]
-    params = list(operation.parameter_specs.parameters)
-    if not params:
-        raise ValueError(f"{where} ({kind}) has no parameters: it needs a 'filter_size' list such as ['3']")
-    sizes = list(params[0].feasible_space.list)  # Katib reads the first parameter's list as the filter sizes
-    if not sizes:
-        raise ValueError(f"{where} ({kind}) parameter {params[0].name!r} has an empty feasible_space.list")
-    names = []
-    for size in sizes:
-        name = f"{kind}_{size}x{size}"
-        try:
-            nas.canonical_op(name)
-        except ValueError:
-            raise ValueError(
-                f"{where} ({kind}) filter size {size!r} is not supported: no operation {name!r} "
-                "(separable/dilated convolutions take 3 or 5, poolings 3)"
-            ) from None
-        names.append(name)
-    return names
+def _operations(spec: _t.Any) -> _t.List[_t.Tuple[str, _t.List[_t.Tuple[str, _t.List[str]]]]]:
+    """nas_config.operations as (operation_type, [(parameter name, feasible-space list)]) for the C++ parser."""
+    return [
+        (str(op.operation_type),
+         [(str(p.name), [str(v) for v in p.feasible_space.list]) for p in op.parameter_specs.parameters])
+        for op in spec.nas_config.operations.operation
+    ]
 
 
-def darts_search_space(experiment: Any) -> List[str]:
-    """The operation names of ``nas_config.operations`` in Katib's order (type + ``_{k}x{k}`` per filter size)."""
+def darts_search_space(experiment: _t.Any) -> _t.List[str]:
+    """The operation names of ``nas_config.operations`` in Katib's order (type + ``_{k}x{k}`` per filter size);
+    ValueError naming the field (parsed and validated by the C++ engine, src/nas/katib_ops.cpp)."""
     spec = _spec(experiment)
-    if not spec.HasField("nas_config"):
-        raise ValueError("experiment.spec.nas_config is missing: algorithm 'darts' needs nasConfig.operations")
-    operations = list(spec.nas_config.operations.operation)
-    if not operations:
-        raise ValueError("nas_config.operations is empty: algorithm 'darts' needs at least one operation")
-    names: List[str] = []
-    for i, operation in enumerate(operations):
-        for name in _operation_names(i, operation):
-            if name in names:
-                raise ValueError(f"nas_config.operations[{i}] lists operation {name!r} a second time")
-            names.append(name)
-    return names
+    present = spec.HasField("nas_config")
+    return list(_native().katib_darts_search_space(_operations(spec) if present else [], present))
 
 
-def _num_layers(spec: Any) -> int:
-    n = int(spec.nas_config.graph_config.num_layers)
-    if n < 1:
-        raise ValueError(f"nas_config.graph_config.num_layers = {n} must be >= 1")
-    return n
+def _num_layers(spec: _t.Any) -> int:
+    return int(_native().katib_darts_num_layers(int(spec.nas_config.graph_config.num_layers)))
 
 
-def validate_darts_settings(experiment: Any) -> None:
+def validate_darts_settings(experiment: _t.Any) -> None:
     """Raise ValueError (naming the field or setting and its value) unless ``experiment`` can run as Katib's
     ``darts``: a nas_config with known operations and num_layers >= 1, and only known settings in range."""
     spec = _spec(experiment)
@@ -247,20 +218,20 @@ def validate_darts_settings(experiment: Any) -> None:
         parse_darts_setting(setting.name, setting.value)
 
 
-def format_katib_literal(value: Any) -> str:
+def format_katib_literal(value: _t.Any) -> str:
     """Katib's string form of a settings dict or an op list: JSON with ``"`` replaced by ``'``."""
-    return json.dumps(value).replace('"', "'")
+    return _json.dumps(value).replace('"', "'")
 
 
-def _settings_with_overrides(spec: Any) -> Dict[str, Any]:
-    out: Dict[str, Any] = dict(DARTS_SETTING_DEFAULTS)
+def _settings_with_overrides(spec: _t.Any) -> _t.Dict[str, _t.Any]:
+    out: _t.Dict[str, _t.Any] = dict(DARTS_SETTING_DEFAULTS)
     for setting in spec.algorithm.algorithm_settings:
         # Katib keeps the Experiment's string (not the parsed number), "None" becoming null
         out[setting.name] = None if setting.value == "None" else setting.value
     return out
 
 
-def darts_assignments(experiment: Any) -> List[Tuple[str, str]]:
+def darts_assignments(experiment: _t.Any) -> _t.List[_t.Tuple[str, str]]:
     """The assignments of Katib's one DARTS trial, as (name, value) pairs in Katib's order:
     ``algorithm-settings``, ``search-space``, ``num-layers``. Validates first (ValueError)."""
     validate_darts_settings(experiment)
@@ -272,15 +243,15 @@ def darts_assignments(experiment: Any) -> List[Tuple[str, str]]:
     ]
 
 
-def darts_replay_done(trials: Optional[Iterable[Any]]) -> bool:
+def darts_replay_done(trials: _t.Optional[_t.Iterable[_t.Any]]) -> bool:
     """True once the experiment has any trial: Katib's darts service hands out its single trial only on the
     first request, so with a trial on record (in any state) the space is exhausted."""
     return trials is not None and any(True for _ in trials)
 
 
 def darts_suggestions(
-    experiment: Any, trials: Optional[Iterable[Any]], request_number: int = 1
-) -> List[List[Tuple[str, str]]]:
+    experiment: _t.Any, trials: _t.Optional[_t.Iterable[_t.Any]], request_number: int = 1
+) -> _t.List[_t.List[_t.Tuple[str, str]]]:
     """The suggestions for a GetSuggestions request: ``[darts_assignments(experiment)]`` while no trial exists
     and at least one is requested, else ``[]``. Never more than one trial (Katib would repeat the same
     assignments ``request_number`` times on its first call; identical copies of one search are dropped)."""

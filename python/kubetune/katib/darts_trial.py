@@ -27,18 +27,21 @@ rounded up to the next even number, which kubetune's cells need (a note goes to 
 """
 from __future__ import annotations
 
-import argparse
-import ast
-import json
-import os
-import sys
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+import argparse as _argparse
+import ast as _ast
+import json as _json
+import os as _os
+import sys as _sys
+import typing as _t
 
-import numpy as np
+import numpy as _np
 
-from .darts import KUBETUNE_SETTING_NAMES, parse_darts_settings
+from .darts import KUBETUNE_SETTING_NAMES as _SETTING_NAMES
+from .darts import parse_darts_settings as _parse_darts_settings
 
-__all__ = ["main", "parse_katib_literal", "build_parser"]
+del annotations
+
+__all__ = ["UsageError", "build_parser", "main", "parse_katib_literal"]
 
 
 class UsageError(ValueError):
@@ -53,54 +56,48 @@ def _unwrap(text: str) -> str:
     return s
 
 
-def parse_katib_literal(text: str, what: str) -> Any:
+def parse_katib_literal(text: str, what: str) -> _t.Any:
     """A value in Katib's string form: JSON, JSON with ``'`` quotes (Katib's), or a Python literal."""
     s = _unwrap(text)
     if not s:
         raise UsageError(f"argument --{what} is empty")
     for candidate in (s, s.replace("'", '"')):
         try:
-            return json.loads(candidate)
+            return _json.loads(candidate)
         except ValueError:
             pass
     try:
-        return ast.literal_eval(s)
+        return _ast.literal_eval(s)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         raise UsageError(f"argument --{what} = {text!r} is not a JSON or Python literal") from None
 
 
-def _settings(text: str) -> Dict[str, Any]:
+def _settings(text: str) -> _t.Dict[str, _t.Any]:
     if not text.strip():
-        return parse_darts_settings({})
+        return _parse_darts_settings({})
     value = parse_katib_literal(text, "algorithm-settings")
     if not isinstance(value, dict):
         raise UsageError(f"argument --algorithm-settings must be a dict of settings, got {type(value).__name__}")
     try:
-        return parse_darts_settings(value)
+        return _parse_darts_settings(value)
     except ValueError as e:
         raise UsageError(f"argument --algorithm-settings: {e}") from None
 
 
-def _search_space(text: str) -> List[str]:
-    from .. import nas
+def _search_space(text: str) -> _t.List[str]:
+    """The trial's ops ('none' appended unless listed), checked by the C++ engine (src/nas/katib_ops.cpp)."""
+    from .. import _kubetune
 
-    if not text.strip():
-        return [op for op in nas.darts_ops() if op != "none"]
-    value = parse_katib_literal(text, "search-space")
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"argument --search-space = {text!r} must be a non-empty list of operation names")
-    seen: List[str] = []
-    for name in value:
-        try:
-            canon = nas.canonical_op(name)
-        except ValueError:
-            raise UsageError(f"argument --search-space: unknown operation {name!r}") from None
-        if canon in seen:
-            raise UsageError(f"argument --search-space lists operation {name!r} twice")
-        seen.append(canon)
-    if seen == ["none"]:
-        raise UsageError("argument --search-space needs at least one operation besides 'none'")
-    return [str(v) for v in value]
+    names: _t.List[str] = []
+    if text.strip():
+        value = parse_katib_literal(text, "search-space")
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"argument --search-space = {text!r} must be a non-empty list of operation names")
+        names = [str(v) for v in value]
+    try:
+        return list(_kubetune.nas.katib_trial_ops(names, "argument --search-space"))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _num_layers(text: str) -> int:
@@ -114,8 +111,8 @@ def _num_layers(text: str) -> int:
     return n
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def build_parser() -> _argparse.ArgumentParser:
+    p = _argparse.ArgumentParser(
         prog="kubetune-darts-trial",
         description="Katib DARTS trial running kubetune's DARTS; prints metrics for Katib's StdOut collector.",
     )
@@ -124,16 +121,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-layers", default="8", help="cells in the search network (default 8)")
     p.add_argument("--dataset", default="digits", help="'digits', 'fashion-mnist' or a path to an .npz with X, y")
     p.add_argument("--limit", type=int, default=None, help="use only the first N samples")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: all)")
+    # command-line flags keep their spelling (docs/python.md); the value is passed on as n_threads
+    p.add_argument("--threads", dest="n_threads", type=int, default=0, help="CPU threads (0: all)")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the search runs")
     return p
 
 
 # ------------------------------------------------------------------------------------------ data
-def _load_npz(path: str) -> Tuple[np.ndarray, np.ndarray]:
+def _load_npz(path: str) -> _t.Tuple[_np.ndarray, _np.ndarray]:
     try:
-        loaded = np.load(path, allow_pickle=False)
+        loaded = _np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
         raise UsageError(f"--dataset {path!r} cannot be read as .npz: {e}") from None
     if not hasattr(loaded, "files"):  # a plain .npy array
@@ -143,12 +141,12 @@ def _load_npz(path: str) -> Tuple[np.ndarray, np.ndarray]:
         if missing:
             raise UsageError(f"--dataset {path!r} lacks array(s) {missing} (it has {f.files})")
         try:
-            return np.asarray(f["X"]), np.asarray(f["y"])
+            return _np.asarray(f["X"]), _np.asarray(f["y"])
         except ValueError as e:  # e.g. an object array, which allow_pickle=False refuses
             raise UsageError(f"--dataset {path!r}: {e}") from None
 
 
-def _dataset(name: str, limit: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
+def _dataset(name: str, limit: _t.Optional[int]) -> _t.Tuple[_np.ndarray, _np.ndarray]:
     from .. import nas
 
     if limit is not None and limit < 4:
@@ -163,8 +161,8 @@ def _dataset(name: str, limit: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
             X, y = nas.load_fashion_mnist(limit=limit)
         except (FileNotFoundError, OSError) as e:
             raise UsageError(f"--dataset fashion-mnist: {e}") from None
-    elif name.endswith(".npz") or os.path.exists(name):
-        if not os.path.isfile(name):
+    elif name.endswith(".npz") or _os.path.exists(name):
+        if not _os.path.isfile(name):
             raise UsageError(f"--dataset {name!r}: no such file")
         X, y = _load_npz(name)
     else:
@@ -175,10 +173,10 @@ def _dataset(name: str, limit: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------------------ run
-def _search_kwargs(settings: Dict[str, Any], layers: int, ops: List[str], args: argparse.Namespace,
-                   err: TextIO) -> Dict[str, Any]:
-    kw: Dict[str, Any] = {}
-    for katib_name, kt_name in KUBETUNE_SETTING_NAMES.items():
+def _search_kwargs(settings: _t.Dict[str, _t.Any], layers: int, ops: _t.List[str], args: _argparse.Namespace,
+                   err: _t.TextIO) -> _t.Dict[str, _t.Any]:
+    kw: _t.Dict[str, _t.Any] = {}
+    for katib_name, kt_name in _SETTING_NAMES.items():
         if kt_name != "epochs":
             kw[kt_name] = settings[katib_name]
     if kw["batch_size"] is None:  # Katib accepts "None"; it means "not set" here: Katib's default
@@ -188,7 +186,7 @@ def _search_kwargs(settings: Dict[str, Any], layers: int, ops: List[str], args: 
         print(f"note: init_channels {kw['channels']} rounded up to {even} (kubetune's cells need an even count)",
               file=err)
         kw["channels"] = even
-    kw.update(layers=layers, ops=ops, seed=args.seed, threads=args.threads)
+    kw.update(layers=layers, ops=ops, seed=args.seed, n_threads=args.n_threads)
     return kw
 
 
@@ -196,23 +194,22 @@ def _fmt(v: float) -> str:
     return repr(float(v))
 
 
-def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _run(args: _argparse.Namespace, out: _t.TextIO, err: _t.TextIO) -> int:
     from .. import nas
 
     settings = _settings(args.algorithm_settings)
-    names = _search_space(args.search_space)
+    ops = _search_space(args.search_space)
     layers = _num_layers(args.num_layers)
-    if args.threads < 0:
-        raise UsageError(f"argument --threads = {args.threads} must be >= 0")
+    if args.n_threads < 0:
+        raise UsageError(f"argument --threads = {args.n_threads} must be >= 0")
     X, y = _dataset(args.dataset, args.limit)
-    ops = names if any(nas.canonical_op(n) == "none" for n in names) else names + ["none"]  # 'none' last, as Katib
     kw = _search_kwargs(settings, layers, ops, args, err)
     epochs = int(settings["num_epochs"])
     print(f">>> kubetune DARTS trial: {len(y)} samples, {layers} layers, {kw['nodes']} nodes, "
           f"{kw['channels']} channels, {epochs} epochs, device {args.device}", file=out, flush=True)
     print(f">>> search space: {', '.join(ops)}", file=out, flush=True)
 
-    def on_epoch(st: Dict[str, Any]) -> None:
+    def on_epoch(st: _t.Dict[str, _t.Any]) -> None:
         print(f"epoch={st['epoch'] + 1} lr={_fmt(st['lr'])} Train-loss={_fmt(st['train_loss'])} "
               f"Train-accuracy={_fmt(st['train_acc'])} Validation-loss={_fmt(st['val_loss'])} "
               f"Validation-accuracy={_fmt(st['val_acc'])}", file=out, flush=True)
@@ -232,7 +229,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: _t.Optional[_t.Sequence[str]] = None) -> int:
     """Entry point of ``kubetune-darts-trial``; returns the exit code."""
     parser = build_parser()
     try:
@@ -240,14 +237,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as e:  # argparse: usage error (2) or --help (0); its message is already on stderr
         return int(e.code) if isinstance(e.code, int) else 2
     try:
-        return _run(args, sys.stdout, sys.stderr)
+        return _run(args, _sys.stdout, _sys.stderr)
     except UsageError as e:
-        print(f"kubetune-darts-trial: error: {e}", file=sys.stderr)
+        print(f"kubetune-darts-trial: error: {e}", file=_sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - a trial container reports any failure and exits non-zero
-        print(f"kubetune-darts-trial: failed: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"kubetune-darts-trial: failed: {type(e).__name__}: {e}", file=_sys.stderr)
         return 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _sys.exit(main())
