@@ -61,7 +61,7 @@ bool have_cuda(benchmark::State& state) {
 }
 
 void BM_DartsStepCPU_Reduced(benchmark::State& state) {
-  set_num_threads(static_cast<int>(state.range(0)));
+  set_n_threads(static_cast<int>(state.range(0)));
   Setup s = make(Device::CPU, 5, 8, 32, 28, 1, false);
   run_steps(state, s, Device::CPU);
   state.SetLabel("5 cells, C=8, batch 32, 28x28, threads " + std::to_string(state.range(0)));
@@ -69,7 +69,7 @@ void BM_DartsStepCPU_Reduced(benchmark::State& state) {
 BENCHMARK(BM_DartsStepCPU_Reduced)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 void BM_DartsStepCPU_Reduced_SecondOrder(benchmark::State& state) {
-  set_num_threads(1);
+  set_n_threads(1);
   Setup s = make(Device::CPU, 5, 8, 32, 28, 1, true);
   run_steps(state, s, Device::CPU);
 }

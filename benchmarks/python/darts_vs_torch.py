@@ -156,7 +156,7 @@ def main() -> None:
           f"threads {args.threads}); median of {args.steps} steps")
     rows = []
     if not args.torch_only:
-        kt.nas.set_num_threads(args.threads)
+        kt.nas.set_n_threads(args.threads)
         eng = kt.nas.DartsEngine(args.device, in_channels=in_ch, num_classes=10, channels=C, layers=cells,
                                  batch_size=batch, threads=args.threads)
         if args.device == "cuda":

@@ -207,10 +207,6 @@ def __getattr__(name: str) -> _typing.Any:
         from .demo.autoscale import demo_trace
 
         return demo_trace
-    if name == "_demo":  # private; transitional until tests/python/test_autoscale.py calls kubetune.demo.autoscale
-        from .demo.autoscale import run
-
-        return run
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

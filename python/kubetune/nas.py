@@ -422,25 +422,3 @@ def load_fashion_mnist(
     return _native_call("load_fashion_mnist")(
         _directory(directory), bool(train), 0 if limit is None else int(limit), bool(standardize)
     )
-
-
-# ------------------------------------------------------------------------------------------ demo
-def _demo(quick: bool = False) -> None:
-    """Demo section for ``python -m kubetune.demo``: a short DARTS search on scikit-learn's digits."""
-    X, y = load_digits()
-    epochs, channels = (2, 4) if quick else (4, 6)
-    # one thread: on 8x8 images the ops are too small for OpenMP teams to pay off
-    search = DARTS(
-        channels=channels, layers=2, nodes=2, stem_multiplier=1, batch_size=64, w_lr=0.1, alpha_lr=3e-3, seed=0,
-        n_threads=1,
-    )
-    res = search.search(X, y, epochs=epochs, device="cpu")
-    print(f"{'epoch':>5} {'lr':>7} {'train loss':>10} {'train acc':>9} {'val acc':>7} {'s':>5}")
-    for h in res.history:
-        print(
-            f"{h['epoch'] + 1:>5} {h['lr']:>7.4f} {h['train_loss']:>10.3f} {h['train_acc']:>9.3f} "
-            f"{h['val_acc']:>7.3f} {h['seconds']:>5.1f}"
-        )
-    g = res.genotype
-    print("normal cell:", ", ".join(f"{op}<-{src}" for op, src in g.normal))
-    print("reduce cell:", ", ".join(f"{op}<-{src}" for op, src in g.reduce))

@@ -15,12 +15,6 @@ namespace kubetune::nas {
 namespace {
 /// kubetune::Rng stream of the data split and the batch order (streams 0 and 1 initialise the supernet).
 constexpr std::uint64_t kDataStream = 2;
-
-/// Fisher-Yates shuffle driven by kubetune::Rng: the same permutation with every standard library
-/// (std::shuffle's algorithm is implementation-defined).
-void shuffle(std::vector<int>& v, Rng& rng) {
-  for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
-}
 }  // namespace
 
 void DartsConfig::validate() const {
@@ -200,7 +194,7 @@ SearchResult Darts::search(const float* X, const int* y, int n, int c, int h, in
   Rng rng(config_.seed, kDataStream);
   std::vector<int> idx(n);
   std::iota(idx.begin(), idx.end(), 0);
-  shuffle(idx, rng);
+  kubetune::shuffle(idx.begin(), idx.end(), rng);
   const int n_train = static_cast<int>(std::floor(n * config_.train_portion));
   KT_CHECK(n_train >= 2 && n - n_train >= 2, InvalidArgument, "param 'X' has ", n,
            " samples: too few for train_portion = ", config_.train_portion);
@@ -220,7 +214,7 @@ SearchResult Darts::search(const float* X, const int* y, int n, int c, int h, in
   for (int e = 0; e < epochs; ++e) {
     auto t0 = std::chrono::steady_clock::now();
     const double lr = lr_at(e, epochs);
-    shuffle(tr, rng);
+    kubetune::shuffle(tr.begin(), tr.end(), rng);
     double tl = 0;
     long tc = 0, tn = 0;
     for (int s = 0; s < steps; ++s) {
@@ -228,7 +222,7 @@ SearchResult Darts::search(const float* X, const int* y, int n, int c, int h, in
       std::vector<int> rv;
       while (static_cast<int>(rv.size()) < std::min<int>(B, static_cast<int>(va.size()))) {
         if (vpos >= va.size()) {
-          shuffle(va, rng);
+          kubetune::shuffle(va.begin(), va.end(), rng);
           vpos = 0;
         }
         rv.push_back(va[vpos++]);

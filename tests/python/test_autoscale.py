@@ -189,7 +189,9 @@ def test_trace_csv(tmp_path):
 
 
 def test_demo_prints_table(capsys):
-    a._demo(quick=True)
+    from kubetune.demo import autoscale as demo_autoscale
+
+    demo_autoscale.run(quick=True)
     out = capsys.readouterr().out
     assert "kpa" in out and "hpa" in out and "slo" in out and "0.17413" in out
 

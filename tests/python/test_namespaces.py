@@ -15,9 +15,6 @@ import pytest
 
 import kubetune
 
-# Owned by the nas refactor (python/kubetune/nas.py, python/kubetune/katib/darts*.py): failures there are
-# expected until that work lands, and reported rather than fixed here.
-NAS_OWNED = {"kubetune.nas", "kubetune.katib.darts", "kubetune.katib.darts_trial"}
 
 
 def _public_modules() -> list[str]:
@@ -62,30 +59,24 @@ def stray_names(mod: types.ModuleType) -> list[str]:
     return sorted(stray)
 
 
-def _params() -> list:
-    return [
-        pytest.param(m, marks=pytest.mark.xfail(strict=False, reason="owned by nas refactor")) if m in NAS_OWNED
-        else m for m in MODULES
-    ]
-
-
 def test_every_public_module_is_covered():
-    # The walk finds the package's modules, the nas-owned ones included; private ones are skipped.
+    # The walk finds the package's modules; private ones are skipped.
     for name in ("kubetune", "kubetune.study", "kubetune.autoscale", "kubetune.functions", "kubetune.sched",
                  "kubetune.sched.kube", "kubetune.katib", "kubetune.katib.suggestion", "kubetune.katib.server",
                  "kubetune.katib.early_stopping", "kubetune.integrations.optuna", "kubetune.integrations.ray",
-                 "kubetune.demo", "kubetune.demo.search", "kubetune.demo.multifidelity", *NAS_OWNED):
+                 "kubetune.demo", "kubetune.demo.search", "kubetune.demo.multifidelity", "kubetune.demo.nas",
+                 "kubetune.nas", "kubetune.katib.darts", "kubetune.katib.darts_trial"):
         assert name in MODULES, name
     assert not any(m.endswith("__main__") or "._" in m for m in MODULES)
 
 
-@pytest.mark.parametrize("name", _params())
+@pytest.mark.parametrize("name", MODULES)
 def test_no_stray_public_names(name):
     mod = _import(name)
     assert stray_names(mod) == [], f"{name} exposes its imports; alias them privately (import x as _x)"
 
 
-@pytest.mark.parametrize("name", _params())
+@pytest.mark.parametrize("name", MODULES)
 def test_all_is_correct(name):
     mod = _import(name)
     assert hasattr(mod, "__all__"), f"{name} has no __all__"

@@ -293,7 +293,9 @@ def test_pool_stats():
 
 
 def test_demo_quick_prints_a_table(capsys):
-    nas._demo(quick=True)
+    from kubetune.demo import nas as demo_nas
+
+    demo_nas.run(quick=True)
     out = capsys.readouterr().out
     assert "val acc" in out and "normal cell:" in out
     assert len(out.strip().splitlines()) == 5

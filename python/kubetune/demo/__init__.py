@@ -1,7 +1,7 @@
 """``python -m kubetune.demo``: every kubetune algorithm on built-in defaults, with compact tables.
 
 Each section lives in its own module of this package (``kubetune.demo.search``, ``.multifidelity``,
-``.autoscale``, ``.sched``) with a ``run(quick=False)`` that prints its table; the library modules hold no demo
+``.autoscale``, ``.sched``, ``.nas``) with a ``run(quick=False)`` that prints its table; the library modules hold no demo
 code. A section whose kubetune module is not built (developer builds of a module subset) is left out.
 """
 from __future__ import annotations
@@ -28,15 +28,10 @@ SECTIONS = (
 )
 
 
-def _section_run(kt: _typing.Any, key: str) -> Optional[Callable[..., None]]:
-    """``kubetune.demo.<key>.run``. A section without a module here yet is still its library module's
-    ``_demo`` (the nas section, until the nas refactor moves it)."""
-    try:
-        return _importlib.import_module(f"{__name__}.{key}").run
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{key}":
-            raise
-    return getattr(getattr(kt, key), "_demo", None)
+def _section_run(key: str) -> Callable[..., None]:
+    """``kubetune.demo.<key>.run``."""
+    run: Callable[..., None] = _importlib.import_module(f"{__name__}.{key}").run
+    return run
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -52,9 +47,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     for key, title, needs in SECTIONS:
         if (only and key not in only) or (needs is not None and not hasattr(kt, needs)):
             continue
-        run = _section_run(kt, key)
-        if run is None:
-            continue
+        run = _section_run(key)
         print()
         print(title)
         print("=" * len(title))
