@@ -87,6 +87,16 @@ std::string_view sub(Reader& r, int wt) {
   return r.bytes();
 }
 
+// Calls f(bytes) for each field `n` (a message) of the message in `b`, skipping the other fields: the wrappers
+// that hold one repeated message (ParameterSpecs, ParameterAssignments, Observation).
+template <class F>
+void each_message(std::string_view b, std::uint32_t n, F&& f) {
+  each_field(b, [&](std::uint32_t field, int wt, Reader& r) {
+    if (field == n) f(sub(r, wt));
+    else r.skip(wt);
+  });
+}
+
 std::int64_t number(Reader& r, int wt) {
   KT_CHECK(wt == 0, InvalidArgument, "malformed request: integer field with wire type ", wt);
   return static_cast<std::int64_t>(r.varint());
@@ -151,10 +161,7 @@ json experiment(std::string_view b) {
     } else if (f == 2) {  // ExperimentSpec
       each_field(sub(r, wt), [&](std::uint32_t g, int wt2, Reader& r2) {
         if (g == 1) {  // ParameterSpecs
-          each_field(sub(r2, wt2), [&](std::uint32_t h, int wt3, Reader& r3) {
-            if (h == 1) e["parameters"].push_back(parameter(sub(r3, wt3)));
-            else r3.skip(wt3);
-          });
+          each_message(sub(r2, wt2), 1, [&](std::string_view m) { e["parameters"].push_back(parameter(m)); });
         } else if (g == 2) {  // ObjectiveSpec
           each_field(sub(r2, wt2), [&](std::uint32_t h, int wt3, Reader& r3) {
             if (h == 1) e["objective"]["type"] = enum_name(number(r3, wt3), {"UNKNOWN", "MINIMIZE", "MAXIMIZE"});
@@ -204,10 +211,7 @@ TrialView trial(std::string_view b) {
     } else if (f == 2) {  // TrialSpec
       each_field(sub(r, wt), [&](std::uint32_t g, int wt2, Reader& r2) {
         if (g == 3) {  // ParameterAssignments
-          each_field(sub(r2, wt2), [&](std::uint32_t h, int wt3, Reader& r3) {
-            if (h == 1) t.assignments.push_back(name_value_view(sub(r3, wt3)));
-            else r3.skip(wt3);
-          });
+          each_message(sub(r2, wt2), 1, [&](std::string_view m) { t.assignments.push_back(name_value_view(m)); });
         } else {
           r2.skip(wt2);
         }
@@ -221,10 +225,7 @@ TrialView trial(std::string_view b) {
           bool known = c >= 0 && c < static_cast<std::int64_t>(std::size(kConditions));
           t.condition = known ? kConditions[c] : std::to_string(c);  // an unknown one is named downstream
         } else if (g == 4) {  // Observation
-          each_field(sub(r2, wt2), [&](std::uint32_t h, int wt3, Reader& r3) {
-            if (h == 1) t.metrics.push_back(name_value_view(sub(r3, wt3)));
-            else r3.skip(wt3);
-          });
+          each_message(sub(r2, wt2), 1, [&](std::string_view m) { t.metrics.push_back(name_value_view(m)); });
         } else {
           r2.skip(wt2);
         }

@@ -48,36 +48,30 @@ void register_pruner(const std::string& type, PrunerFactory f) {
   registry().pruners[type] = std::move(f);
 }
 
-std::unique_ptr<Searcher> make_searcher(const nlohmann::json& config) {
-  check_json_depth(config, "searcher config");
-  KT_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), InvalidArgument,
-           "searcher config must be an object with a string 'type', got ", json_summary(config));
+namespace {
+/// The factory registered in `factories` under config["type"]; `what` ("searcher", "pruner") names the kind in
+/// the errors (a config that is not an object with a string "type"; an unknown type, listing the registered).
+template <class Factory>
+Factory factory_for(const nlohmann::json& config, const std::map<std::string, Factory>& factories,
+                    const char* what) {
+  check_json_depth(config, std::string(what) + " config");
+  KT_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), InvalidArgument, what,
+           " config must be an object with a string 'type', got ", json_summary(config));
   std::string type = config["type"].get<std::string>();
-  SearcherFactory f;
-  {
-    std::lock_guard<std::mutex> lk(registry().mu);
-    auto it = registry().searchers.find(type);
-    KT_CHECK(it != registry().searchers.end(), NotFound, "unknown searcher type '", type,
-             "' (registered: ", names(registry().searchers), ")");
-    f = it->second;
-  }
-  return f(config);
+  std::lock_guard<std::mutex> lk(registry().mu);
+  auto it = factories.find(type);
+  KT_CHECK(it != factories.end(), NotFound, "unknown ", what, " type '", type, "' (registered: ", names(factories),
+           ")");
+  return it->second;
+}
+}  // namespace
+
+std::unique_ptr<Searcher> make_searcher(const nlohmann::json& config) {
+  return factory_for(config, registry().searchers, "searcher")(config);
 }
 
 std::unique_ptr<Pruner> make_pruner(const nlohmann::json& config) {
-  check_json_depth(config, "pruner config");
-  KT_CHECK(config.is_object() && config.contains("type") && config["type"].is_string(), InvalidArgument,
-           "pruner config must be an object with a string 'type', got ", json_summary(config));
-  std::string type = config["type"].get<std::string>();
-  PrunerFactory f;
-  {
-    std::lock_guard<std::mutex> lk(registry().mu);
-    auto it = registry().pruners.find(type);
-    KT_CHECK(it != registry().pruners.end(), NotFound, "unknown pruner type '", type,
-             "' (registered: ", names(registry().pruners), ")");
-    f = it->second;
-  }
-  return f(config);
+  return factory_for(config, registry().pruners, "pruner")(config);
 }
 
 std::vector<std::string> registered_searchers() {

@@ -15,6 +15,17 @@ namespace kubetune::nas {
 namespace {
 /// kubetune::Rng stream of the data split and the batch order (streams 0 and 1 initialise the supernet).
 constexpr std::uint64_t kDataStream = 2;
+
+/// DARTS' virtual step (architect._compute_unrolled_model) from the weights w0 = net.weights():
+/// w' = w0 - xi * (momentum * buf + g + wd * w0), g the training-batch gradient at w0; w' is left in the net.
+void virtual_step(Supernet& net, const Tensor& w0, const Batch& train, double xi, const DartsConfig& config,
+                  const Tensor* momentum_buf) {
+  net.forward_backward(train.x, train.labels, true, false);
+  Tensor& w = net.weights();
+  axpy(w, net.weight_grads(), static_cast<float>(-xi));
+  axpy(w, w0, static_cast<float>(-xi * config.w_weight_decay));
+  if (momentum_buf) axpy(w, *momentum_buf, static_cast<float>(-xi * config.w_momentum));
+}
 }  // namespace
 
 void DartsConfig::validate() const {
@@ -78,12 +89,7 @@ double Darts::unrolled_val_loss(const Batch& train, const Batch& val, double xi)
   ThreadsScope threads(config_.n_threads);
   Supernet& net = *net_;
   Tensor w0 = net.weights().clone();
-  net.forward_backward(train.x, train.labels, true, false);
-  // w' = w - xi * (momentum * buf + g + wd * w)
-  Tensor& w = net.weights();
-  axpy(w, net.weight_grads(), static_cast<float>(-xi));
-  axpy(w, w0, static_cast<float>(-xi * config_.w_weight_decay));
-  if (has_momentum_) axpy(w, momentum_buf_, static_cast<float>(-xi * config_.w_momentum));
+  virtual_step(net, w0, train, xi, config_, has_momentum_ ? &momentum_buf_ : nullptr);
   Tensor logits = net.forward(val.x, true);
   double loss = softmax_cross_entropy(logits, val.labels, false).loss;
   net.weights().copy_from(w0);
@@ -98,12 +104,7 @@ std::vector<float> Darts::architecture_gradient(const Batch& train, const Batch&
     return net.alpha_grads();
   }
   Tensor w0 = net.weights().clone();
-  // virtual step w' (DARTS architect._compute_unrolled_model)
-  net.forward_backward(train.x, train.labels, true, false);
-  Tensor& w = net.weights();
-  axpy(w, net.weight_grads(), static_cast<float>(-xi));
-  axpy(w, w0, static_cast<float>(-xi * config_.w_weight_decay));
-  if (has_momentum_) axpy(w, momentum_buf_, static_cast<float>(-xi * config_.w_momentum));
+  virtual_step(net, w0, train, xi, config_, has_momentum_ ? &momentum_buf_ : nullptr);
   // gradients of L_val at (w', alpha)
   net.forward_backward(val.x, val.labels, true, true);
   std::vector<float> dalpha = net.alpha_grads();

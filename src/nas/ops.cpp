@@ -453,6 +453,28 @@ void merge_phases(const float* b, int H, int W, float* x) {
     for (int c = 0; c < Wo; ++c) xr[2 * c] = e[c], xr[2 * c + 1] = o[c];
   }
 }
+
+/// What the tap kernels read for `path`: 1, the plane (after ReLU when `relu`); 2, its four phase planes.
+const float* tap_source(const float* plane, int path, int H, int W, bool relu) {
+  return path == 1 ? relu_plane(plane, static_cast<std::int64_t>(H) * W, relu) : split_phases(plane, H, W, relu);
+}
+
+/// Calls f(tap, offh, offw, oh0, oh1, ow0, ow1) for each tap kh * k + kw of a dilated k x k filter: its input
+/// offsets, and the output rows [oh0, oh1) and columns [ow0, ow1) whose input sample lies inside the H x W plane.
+template <class F>
+void for_each_tap(int k, int stride, int pad, int dilation, int H, int W, int Ho, int Wo, F&& f) {
+  for (int kh = 0; kh < k; ++kh) {
+    const int offh = kh * dilation - pad;
+    int oh0, oh1;
+    valid_range(offh, stride, H, Ho, oh0, oh1);
+    for (int kw = 0; kw < k; ++kw) {
+      const int offw = kw * dilation - pad;
+      int ow0, ow1;
+      valid_range(offw, stride, W, Wo, ow0, ow1);
+      f(kh * k + kw, offh, offw, oh0, oh1, ow0, ow1);
+    }
+  }
+}
 }  // namespace
 
 Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, int pad, int dilation,
@@ -486,29 +508,22 @@ Tensor depthwise_conv2d_forward(const Tensor& x, const Tensor& w, int stride, in
     const float* wc = wp + static_cast<std::int64_t>(c) * k * k;
     std::fill(ys, ys + Ho * Wo, 0.0f);
     if (path != 0) {
-      const float* src = path == 1 ? relu_plane(xplane, static_cast<std::int64_t>(H) * W, relu_input)
-                                   : split_phases(xplane, H, W, relu_input);
+      const float* src = tap_source(xplane, path, H, W, relu_input);
       Tap taps[49];
       run_taps(taps, plan.bind(taps, src, ys, wc));
       continue;
     }
     const float* xs = relu_plane(xplane, static_cast<std::int64_t>(H) * W, relu_input);
-    for (int kh = 0; kh < k; ++kh) {
-      int oh0, oh1;
-      valid_range(kh * dilation - pad, stride, H, Ho, oh0, oh1);
-      for (int kw = 0; kw < k; ++kw) {
-        const float wv = wc[kh * k + kw];
-        const int offw = kw * dilation - pad;
-        int ow0, ow1;
-        valid_range(offw, stride, W, Wo, ow0, ow1);
-        for (int oh = oh0; oh < oh1; ++oh) {
-          const float* xr = xs + static_cast<std::int64_t>(oh * stride + kh * dilation - pad) * W + offw;
-          float* yr = ys + static_cast<std::int64_t>(oh) * Wo;
+    for_each_tap(k, stride, pad, dilation, H, W, Ho, Wo,
+                 [&](int t, int offh, int offw, int oh0, int oh1, int ow0, int ow1) {
+                   const float wv = wc[t];
+                   for (int oh = oh0; oh < oh1; ++oh) {
+                     const float* xr = xs + static_cast<std::int64_t>(oh * stride + offh) * W + offw;
+                     float* yr = ys + static_cast<std::int64_t>(oh) * Wo;
 #pragma omp simd
-          for (int ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xr[ow * stride];
-        }
-      }
-    }
+                     for (int ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xr[ow * stride];
+                   }
+                 });
   }
   return y;
 }
@@ -559,8 +574,7 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
         run_taps(taps, bwd.bind(taps, dys, dst, wc));
         if (path == 2) merge_phases(dst, H, W, dxs);
         if (dwc) {
-          const float* src = path == 1 ? relu_plane(xplane, static_cast<std::int64_t>(H) * W, relu_input)
-                                       : split_phases(xplane, H, W, relu_input);
+          const float* src = tap_source(xplane, path, H, W, relu_input);
           dot_taps(dys, taps, fwd.bind(taps, src, nullptr, wc), dwc);
         }
         continue;
@@ -568,27 +582,21 @@ Tensor depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor&
       // the input only feeds the weight gradient
       const float* xs = dwc ? relu_plane(xplane, static_cast<std::int64_t>(H) * W, relu_input) : xplane;
       std::fill(dxs, dxs + H * W, 0.0f);
-      for (int kh = 0; kh < k; ++kh) {
-        int oh0, oh1;
-        valid_range(kh * dilation - pad, stride, H, Ho, oh0, oh1);
-        for (int kw = 0; kw < k; ++kw) {
-          const float wv = wc[kh * k + kw];
-          const int offw = kw * dilation - pad;
-          int ow0, ow1;
-          valid_range(offw, stride, W, Wo, ow0, ow1);
-          float acc = 0.0f;
-          for (int oh = oh0; oh < oh1; ++oh) {
-            const std::int64_t row = static_cast<std::int64_t>(oh * stride + kh * dilation - pad) * W + offw;
-            const float* xr = xs + row;
-            float* dxr = dxs + row;
-            const float* dyr = dys + static_cast<std::int64_t>(oh) * Wo;
-            for (int ow = ow0; ow < ow1; ++ow) dxr[ow * stride] += wv * dyr[ow];
+      for_each_tap(k, stride, pad, dilation, H, W, Ho, Wo,
+                   [&](int t, int offh, int offw, int oh0, int oh1, int ow0, int ow1) {
+                     const float wv = wc[t];
+                     float acc = 0.0f;
+                     for (int oh = oh0; oh < oh1; ++oh) {
+                       const std::int64_t row = static_cast<std::int64_t>(oh * stride + offh) * W + offw;
+                       const float* xr = xs + row;
+                       float* dxr = dxs + row;
+                       const float* dyr = dys + static_cast<std::int64_t>(oh) * Wo;
+                       for (int ow = ow0; ow < ow1; ++ow) dxr[ow * stride] += wv * dyr[ow];
 #pragma omp simd reduction(+ : acc)
-            for (int ow = ow0; ow < ow1; ++ow) acc += dyr[ow] * xr[ow * stride];
-          }
-          if (dwc) dwc[kh * k + kw] += acc;
-        }
-      }
+                       for (int ow = ow0; ow < ow1; ++ow) acc += dyr[ow] * xr[ow * stride];
+                     }
+                     if (dwc) dwc[t] += acc;
+                   });
     }
   }
   return dx;
@@ -1105,6 +1113,18 @@ Tensor avg_pool3x3_backward(const std::vector<int>& xs_shape, const Tensor& dy, 
   return dx;
 }
 
+namespace {
+/// Calls f(full, half) for each element of the stride-2 subsample at `offset`: `full` indexes the
+/// planes x H x W input, `half` the planes x Ho x Wo output (parallel over planes).
+template <class F>
+void for_each_subsample2(std::int64_t planes, int H, int W, int Ho, int Wo, int offset, F&& f) {
+#pragma omp parallel for num_threads(nt()) schedule(static) if (planes * Ho * Wo > kParallelWork)
+  for (std::int64_t p = 0; p < planes; ++p)
+    for (int oh = 0; oh < Ho; ++oh)
+      for (int ow = 0; ow < Wo; ++ow) f((p * H + 2 * oh + offset) * W + 2 * ow + offset, (p * Ho + oh) * Wo + ow);
+}
+}  // namespace
+
 Tensor subsample2_forward(const Tensor& x, int offset) {
   check4(x, "x");
   KT_CHECK(offset == 0 || offset == 1, InvalidArgument, "subsample2: offset ", offset, " must be 0 or 1");
@@ -1117,12 +1137,8 @@ Tensor subsample2_forward(const Tensor& x, int offset) {
   }
   const float* xp = x.data();
   float* yp = y.data();
-  const std::int64_t planes = static_cast<std::int64_t>(N) * C;
-#pragma omp parallel for num_threads(nt()) schedule(static) if (planes * Ho * Wo > kParallelWork)
-  for (std::int64_t p = 0; p < planes; ++p)
-    for (int oh = 0; oh < Ho; ++oh)
-      for (int ow = 0; ow < Wo; ++ow)
-        yp[(p * Ho + oh) * Wo + ow] = xp[(p * H + 2 * oh + offset) * W + 2 * ow + offset];
+  for_each_subsample2(static_cast<std::int64_t>(N) * C, H, W, Ho, Wo, offset,
+                      [&](std::int64_t full, std::int64_t half) { yp[half] = xp[full]; });
   return y;
 }
 
@@ -1136,12 +1152,8 @@ Tensor subsample2_backward(const std::vector<int>& x_shape, const Tensor& dy, in
   }
   const float* dyp = dy.data();
   float* dxp = dx.data();
-  const std::int64_t planes = static_cast<std::int64_t>(N) * C;
-#pragma omp parallel for num_threads(nt()) schedule(static) if (planes * Ho * Wo > kParallelWork)
-  for (std::int64_t p = 0; p < planes; ++p)
-    for (int oh = 0; oh < Ho; ++oh)
-      for (int ow = 0; ow < Wo; ++ow)
-        dxp[(p * H + 2 * oh + offset) * W + 2 * ow + offset] = dyp[(p * Ho + oh) * Wo + ow];
+  for_each_subsample2(static_cast<std::int64_t>(N) * C, H, W, Ho, Wo, offset,
+                      [&](std::int64_t full, std::int64_t half) { dxp[full] = dyp[half]; });
   return dx;
 }
 

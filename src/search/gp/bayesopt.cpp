@@ -1,9 +1,5 @@
 // GP Bayesian-optimisation searcher: encoding, hyperparameter fit, acquisition maximisation, fantasies.
-// Our loops are parallel over candidates; Eigen's own OpenMP GEMM threads would oversubscribe (and are slow
-// on shared cores), so this translation unit uses single-threaded Eigen products.
-#ifndef EIGEN_DONT_PARALLELIZE  // also set project-wide (CMake) so every TU agrees
-#define EIGEN_DONT_PARALLELIZE 1
-#endif
+#include "eigen_single_thread.hpp"  // first: single-threaded Eigen products
 #include "kubetune/search/gp/bayesopt.hpp"
 
 #include <algorithm>

@@ -1,9 +1,5 @@
 // GP regression: standardisation, jittered Cholesky, rank-1 updates, batched posterior, ML-II fitting.
-// Our loops are parallel over candidates; Eigen's own OpenMP GEMM threads would oversubscribe (and are slow
-// on shared cores), so this translation unit uses single-threaded Eigen products.
-#ifndef EIGEN_DONT_PARALLELIZE  // also set project-wide (CMake) so every TU agrees
-#define EIGEN_DONT_PARALLELIZE 1
-#endif
+#include "eigen_single_thread.hpp"  // first: before any Eigen header
 #include "kubetune/search/gp/gp.hpp"
 
 #include <algorithm>
@@ -282,21 +278,28 @@ void for_each_block(Eigen::Index m, Eigen::Index n, int threads, Body body) {
     body(c0, std::min(kBlock, m - c0));
   }
 }
+
+/// Checks the points `Xs` against the GP's dimension and sizes mean / var for them; with no observations (n == 0)
+/// fills them with the prior and returns true (nothing left to compute).
+bool start_posterior(const char* what, const Eigen::MatrixXd& Xs, Eigen::Index dim, Eigen::Index n,
+                     double prior_mean, double prior_var, Eigen::VectorXd& mean, Eigen::VectorXd& var) {
+  KT_CHECK(Xs.rows() == dim, InvalidArgument, what, ": points have ", Xs.rows(), " rows, expected ", dim);
+  mean.resize(Xs.cols());
+  var.resize(Xs.cols());
+  if (n != 0) return false;
+  mean.setConstant(prior_mean);
+  var.setConstant(prior_var);
+  return true;
+}
 }  // namespace
 
 void GaussianProcess::predict(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var,
                               int threads) const {
-  KT_CHECK(Xs.rows() == dim(), InvalidArgument, "GP predict: points have ", Xs.rows(), " rows, expected ",
-           dim());
-  const Eigen::Index m = Xs.cols(), n = X_.cols();
-  mean.resize(m);
-  var.resize(m);
   const double s2 = kernel_.signal_variance();
-  if (n == 0) {
-    mean.setConstant(mean_ * y_scale_ + y_shift_);
-    var.setConstant(s2 * y_scale_ * y_scale_);
+  if (start_posterior("GP predict", Xs, dim(), X_.cols(), mean_ * y_scale_ + y_shift_, s2 * y_scale_ * y_scale_,
+                      mean, var))
     return;
-  }
+  const Eigen::Index m = Xs.cols(), n = X_.cols();
   for_each_block(m, n, threads, [&](Eigen::Index c0, Eigen::Index nc) {
     Eigen::MatrixXd Ks = kernel_.cross(X_, Xs.middleCols(c0, nc));
     mean.segment(c0, nc) = (Ks.transpose() * alpha_).array() + mean_;
@@ -327,17 +330,11 @@ double GaussianProcess::solve_cross_prefix(double* k, Eigen::Index from, Eigen::
 
 void GaussianProcess::predict_screen(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& var_upper,
                                      int threads, double* cross) const {
-  KT_CHECK(Xs.rows() == dim(), InvalidArgument, "GP predict_screen: points have ", Xs.rows(), " rows, expected ",
-           dim());
-  const Eigen::Index m = Xs.cols(), n = X_.cols();
-  mean.resize(m);
-  var_upper.resize(m);
   const double s2 = kernel_.signal_variance();
-  if (n == 0) {
-    mean.setConstant(mean_ * y_scale_ + y_shift_);
-    var_upper.setConstant(s2 * y_scale_ * y_scale_);
+  if (start_posterior("GP predict_screen", Xs, dim(), X_.cols(), mean_ * y_scale_ + y_shift_,
+                      s2 * y_scale_ * y_scale_, mean, var_upper))
     return;
-  }
+  const Eigen::Index m = Xs.cols(), n = X_.cols();
   // Posterior variance given one training point i: s2 - k_i^2 / (K_ii + noise + jitter); conditioning on
   // more points never increases it (exact GP algebra), so the minimum over i bounds the full posterior.
   const double kii = s2 + noise_ + jitter_;

@@ -10,6 +10,7 @@
 #include "kubetune/core/rng.hpp"
 #include "kubetune/search/multifidelity/hyperband.hpp"
 #include "schedule.hpp"
+#include "config_json.hpp"
 #include "settings.hpp"
 
 namespace kubetune::search {
@@ -105,16 +106,13 @@ std::vector<double> ASHARungs::budgets() const {
 ASHAPruner::ASHAPruner(ASHARungs r) : r_(r) { r_.validate("asha"); }
 
 std::unique_ptr<Pruner> ASHAPruner::from_json(const nlohmann::json& j) {
-  KT_CHECK(j.is_object(), InvalidArgument, "asha pruner config must be a JSON object, got ", j.dump());
-  return std::make_unique<ASHAPruner>(pruner_table().from_json(j));
+  return std::make_unique<ASHAPruner>(md::config_from_json(pruner_table(), j, "asha pruner"));
 }
 
 nlohmann::json ASHAPruner::settings_schema() { return pruner_table().schema(); }
 
 nlohmann::json ASHAPruner::config() const {
-  nlohmann::json j = pruner_table().to_json(r_);
-  j["type"] = type();
-  return j;
+  return md::config_to_json(pruner_table(), r_, type());
 }
 
 bool ASHAPruner::should_prune(const SearchContext& ctx, const Trial& trial) {
@@ -172,16 +170,14 @@ HyperbandPruner::HyperbandPruner(Config c) : cfg_(c) {
 }
 
 std::unique_ptr<Pruner> HyperbandPruner::from_json(const nlohmann::json& j) {
-  KT_CHECK(j.is_object(), InvalidArgument, "hyperband pruner config must be a JSON object, got ", j.dump());
-  return std::make_unique<HyperbandPruner>(HyperbandPrunerFields::table().from_json(j));
+  return std::make_unique<HyperbandPruner>(
+      md::config_from_json(HyperbandPrunerFields::table(), j, "hyperband pruner"));
 }
 
 nlohmann::json HyperbandPruner::settings_schema() { return HyperbandPrunerFields::table().schema(); }
 
 nlohmann::json HyperbandPruner::config() const {
-  nlohmann::json j = HyperbandPrunerFields::table().to_json(cfg_);
-  j["type"] = type();
-  return j;
+  return md::config_to_json(HyperbandPrunerFields::table(), cfg_, type());
 }
 
 int HyperbandPruner::bracket_of(std::int64_t trial_id) const {
@@ -210,16 +206,13 @@ ASHA::ASHA(Config c) : cfg_(std::move(c)), pruner_(cfg_.rungs) {
 }
 
 std::unique_ptr<Searcher> ASHA::from_json(const nlohmann::json& j) {
-  KT_CHECK(j.is_object(), InvalidArgument, "asha config must be a JSON object, got ", j.dump());
-  return std::make_unique<ASHA>(asha_table().from_json(j));
+  return std::make_unique<ASHA>(md::config_from_json(asha_table(), j, "asha"));
 }
 
 nlohmann::json ASHA::settings_schema() { return asha_table().schema(); }
 
 nlohmann::json ASHA::config() const {
-  nlohmann::json j = asha_table().to_json(cfg_);
-  j["type"] = type();
-  return j;
+  return md::config_to_json(asha_table(), cfg_, type());
 }
 
 void ASHA::check_space(const SearchSpace& space) const {

@@ -132,7 +132,7 @@ const settings::Fields<BOHBSettings>& bohb_table() {
 }  // namespace
 
 std::unique_ptr<Searcher> BOHB::from_json(const nlohmann::json& j) {
-  KT_CHECK(j.is_object(), InvalidArgument, "bohb config must be a JSON object, got ", j.dump());
+  KT_CHECK(j.is_object(), InvalidArgument, "bohb config must be a JSON object, got ", json_summary(j));
   BOHBSettings b = bohb_table().from_json(j);
   return std::make_unique<BOHB>(b.hb, b.opt);
 }

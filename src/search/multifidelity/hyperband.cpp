@@ -192,7 +192,7 @@ Hyperband::Hyperband(Config c) : cfg_(std::move(c)) {
 }
 
 std::unique_ptr<Searcher> Hyperband::from_json(const nlohmann::json& j) {
-  KT_CHECK(j.is_object(), InvalidArgument, "hyperband config must be a JSON object, got ", j.dump());
+  KT_CHECK(j.is_object(), InvalidArgument, "hyperband config must be a JSON object, got ", json_summary(j));
   return std::make_unique<Hyperband>(parse_config(j, "hyperband"));
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kubetune/core/error.hpp"
+#include "config_json.hpp"
 #include "settings.hpp"
 
 namespace kubetune::search {
@@ -80,16 +81,13 @@ MedianStop::MedianStop(Config c) : cfg_(c) {
 }
 
 std::unique_ptr<Pruner> MedianStop::from_json(const nlohmann::json& j) {
-  KT_CHECK(j.is_object(), InvalidArgument, "median_stop config must be a JSON object, got ", j.dump());
-  return std::make_unique<MedianStop>(median_table().from_json(j));
+  return std::make_unique<MedianStop>(md::config_from_json(median_table(), j, "median_stop"));
 }
 
 nlohmann::json MedianStop::settings_schema() { return median_table().schema(); }
 
 nlohmann::json MedianStop::config() const {
-  nlohmann::json j = median_table().to_json(cfg_);
-  j["type"] = type();
-  return j;
+  return md::config_to_json(median_table(), cfg_, type());
 }
 
 double MedianStop::threshold(const SearchContext& ctx, const Trial& trial) const {
@@ -156,16 +154,13 @@ PercentilePruner::PercentilePruner(Config c) : cfg_(c) {
 }
 
 std::unique_ptr<Pruner> PercentilePruner::from_json(const nlohmann::json& j) {
-  KT_CHECK(j.is_object(), InvalidArgument, "percentile config must be a JSON object, got ", j.dump());
-  return std::make_unique<PercentilePruner>(percentile_table().from_json(j));
+  return std::make_unique<PercentilePruner>(md::config_from_json(percentile_table(), j, "percentile"));
 }
 
 nlohmann::json PercentilePruner::settings_schema() { return percentile_table().schema(); }
 
 nlohmann::json PercentilePruner::config() const {
-  nlohmann::json j = percentile_table().to_json(cfg_);
-  j["type"] = type();
-  return j;
+  return md::config_to_json(percentile_table(), cfg_, type());
 }
 
 bool PercentilePruner::should_prune(const SearchContext& ctx, const Trial& trial) {
