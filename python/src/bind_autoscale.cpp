@@ -139,10 +139,6 @@ py::array_t<T> to_array(const std::vector<T>& v) {
   return a;
 }
 
-struct HpaFleet {
-  std::vector<as::HpaController> hpas;
-};
-
 // State snapshots cross as the C++ JSON form: a dict (a list for a fleet) out; a dict, list or JSON string in.
 py::object from_json_text(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
 std::string to_json_text(const py::object& state) {
@@ -159,6 +155,18 @@ void def_state(py::class_<T, Extra...>& cls) {
       .def(
           "restore", [](T& x, const py::object& state) { x.restore(T::State::from_json(to_json_text(state))); },
           py::arg("state"), "Replaces the state with a snapshot() (dict or JSON string); all or nothing");
+}
+
+// snapshot() / restore(state) of a fleet whose C++ type has snapshot_json() and restore_json(): a list with one
+// state per member (`member` names one in the docstrings).
+template <class T>
+void def_fleet_state(py::class_<T>& cls, const std::string& member) {
+  cls.def(
+         "snapshot", [](const T& f) { return from_json_text(f.snapshot_json()).template cast<py::list>(); },
+         ("The " + member + "s' states, one dict each in fleet order, to persist across restarts").c_str())
+      .def(
+          "restore", [](T& f, const py::object& state) { f.restore_json(to_json_text(state)); }, py::arg("state"),
+          ("Replaces every " + member + "'s state with snapshot()'s list (or its JSON); all or nothing").c_str());
 }
 
 std::vector<std::optional<std::int32_t>> proposals_from(const py::sequence& seq) {
@@ -340,7 +348,8 @@ void bind_autoscale(py::module_& parent) {
       .def_property_readonly("panic_time", &as::KpaDecider::panic_time)
       .def_property_readonly("max_panic_pods", &as::KpaDecider::max_panic_pods);
   def_state(decider);
-  py::class_<as::KpaFleet>(m, "KpaFleet", "Many KPA deciders decided in one batch call (numpy in and out)")
+  py::class_<as::KpaFleet> kpa_fleet(m, "KpaFleet", "Many KPA deciders decided in one batch call (numpy in and out)");
+  kpa_fleet
       .def(py::init([](const as::DeciderSpec& spec, std::size_t n, std::optional<py::array_t<std::int32_t>> ready,
                        double now) {
              std::vector<std::int32_t> r;
@@ -389,15 +398,8 @@ void bind_autoscale(py::module_& parent) {
           py::arg("now"), py::arg("ready_pods"), py::arg("observed_stable"), py::arg("observed_panic"),
           py::arg("n_threads") = py::none(), py::kw_only(), py::arg("threads") = py::none(),
           "One decide of every decider; n_threads (default 1) <= 0: all hardware threads (threads=: deprecated "
-          "alias)")
-      .def(
-          "snapshot",
-          [](const as::KpaFleet& f) { return from_json_text(f.snapshot_json()).cast<py::list>(); },
-          "The deciders' states, one dict each, to persist across restarts")
-      .def(
-          "restore",
-          [](as::KpaFleet& f, const py::object& state) { f.restore_json(to_json_text(state)); },
-          py::arg("state"), "Replaces every decider's state with snapshot()'s list (or its JSON); all or nothing");
+          "alias)");
+  def_fleet_state(kpa_fleet, "decider");
 
   py::class_<as::Stat>(m, "Stat", "A metric report: concurrency and request count (minus what the activator saw)")
       .def(py::init([](double time, double concurrency, double proxied_concurrency, double request_count,
@@ -613,41 +615,35 @@ void bind_autoscale(py::module_& parent) {
       .def("set_recommendations", &as::HpaController::set_recommendations, py::arg("recommendations"),
            "Replace the recommendation history (e.g. restored after a restart); [] stays empty");
   def_state(hpa);
-  py::class_<HpaFleet>(m, "HpaFleet", "Many HPAs with one spec, reconciled in one batch call (numpy in and out)")
-      .def(py::init([](const as::HpaSpec& spec, std::size_t n, const as::HpaControllerConfig& config) {
-             auto f = std::make_unique<HpaFleet>();
-             f->hpas.assign(n, as::HpaController(spec, config));
-             return f;
-           }),
-           py::arg("spec"), py::arg("n"), py::arg("config") = as::HpaControllerConfig{})
-      .def("__len__", [](const HpaFleet& f) { return f.hpas.size(); })
+  py::class_<as::HpaFleet> hpa_fleet(m, "HpaFleet",
+                                     "Many HPAs with one spec, reconciled in one batch call (numpy in and out)");
+  hpa_fleet
+      .def(py::init<const as::HpaSpec&, std::size_t, const as::HpaControllerConfig&>(), py::arg("spec"), py::arg("n"),
+           py::arg("config") = as::HpaControllerConfig{})
+      .def("__len__", &as::HpaFleet::size)
       .def(
           "reconcile",
-          [](HpaFleet& f, double now, py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> current,
+          [](as::HpaFleet& f, double now, py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> current,
              py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> proposals,
              std::optional<int> n_threads_arg, std::optional<int> threads) {
             const int n_threads =
                 renamed_int_keyword("HpaFleet.reconcile", n_threads_arg, threads, "n_threads", "threads", 1);
-            const std::size_t n = f.hpas.size();
-            KT_CHECK(static_cast<std::size_t>(current.size()) == n && static_cast<std::size_t>(proposals.size()) == n,
-                     InvalidArgument, "current_replicas and proposals must each have ", n, " entries (got ",
-                     current.size(), ", ", proposals.size(), ")");
-            py::array_t<std::int32_t> desired(n);
-            py::array_t<std::uint8_t> rescale(n);
+            const as::HpaFleet::Results* res = nullptr;
             {
-              auto* d = desired.mutable_data();
-              auto* r = rescale.mutable_data();
               py::gil_scoped_release nogil;
-              as::hpa_reconcile_batch(f.hpas.data(), n, now, current.data(), proposals.data(), d, r, n_threads);
+              res = &f.reconcile(now, current.data(), static_cast<std::size_t>(current.size()), proposals.data(),
+                                 static_cast<std::size_t>(proposals.size()), n_threads);
             }
             py::dict out;
-            out["desired_replicas"] = desired;
-            out["rescale"] = rescale.attr("astype")("bool");
+            out["desired_replicas"] = to_array(res->desired_replicas);
+            out["rescale"] = to_array(res->rescale).attr("astype")("bool");
             return out;
           },
           py::arg("now"), py::arg("current_replicas"), py::arg("proposals"), py::arg("n_threads") = py::none(),
           py::kw_only(), py::arg("threads") = py::none(),
-          "One reconcile of every HPA; proposals[i] < 0 marks HPA i's metric as failed");
+          "One reconcile of every HPA; proposals[i] < 0 marks HPA i's metric as failed; n_threads (default 1) <= 0: "
+          "all hardware threads (threads=: deprecated alias)");
+  def_fleet_state(hpa_fleet, "HPA");
 
   // -------------------------------------------------------------------------------------------- queueing
   m.def("erlang_b", &as::erlang_b, py::arg("servers"), py::arg("load"));

@@ -1,6 +1,6 @@
-// C API of the autoscale module: KPA fleet (batch decide) and scaler, activator throttler, HPA controller, queueing,
-// simulation.
-#include <memory>
+// C API of the autoscale module: KPA fleet (batch decide) and scaler, activator throttler, HPA controller and fleet,
+// queueing, simulation. Every handle wraps one C++ type; the functions here only convert types.
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -26,7 +26,7 @@ struct kt_hpa {
 };
 
 struct kt_hpa_fleet {
-  std::vector<as::HpaController> hpas;
+  as::HpaFleet fleet;
 };
 
 static_assert(static_cast<int>(as::PaState::kActivating) == KT_PA_ACTIVATING &&
@@ -41,6 +41,35 @@ const char* or_empty(const char* s) { return s ? s : "{}"; }
 as::HpaControllerConfig controller_config(const char* controller_json) {
   return controller_json ? as::HpaControllerConfig::from_json(controller_json) : as::HpaControllerConfig{};
 }
+
+// The body of every kt_*_state_json: `json_of(*handle)` copied out for kt_free_string.
+template <class Handle, class JsonOf>
+int state_json_out(const Handle* handle, const char* handle_name, char** out_json, char** err_out, JsonOf json_of) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(handle && out_json, InvalidArgument, handle_name, " and out_json must not be NULL");
+  *out_json = kubetune::capi::dup_string(json_of(*handle));
+  KT_API_END(err_out)
+}
+
+// The body of every kt_*_restore: `restore(*handle, state_json)`, which sets all of the state or none.
+template <class Handle, class Restore>
+int restore_in(Handle* handle, const char* handle_name, const char* state_json, char** err_out, Restore restore) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(handle && state_json, InvalidArgument, handle_name, " and state_json must not be NULL");
+  restore(*handle, state_json);
+  KT_API_END(err_out)
+}
+
+// kt_kpa_fleet and kt_hpa_fleet alike: their size and their state's JSON (the C++ fleet's snapshot_json).
+template <class Handle>
+int fleet_size_out(const Handle* fleet, size_t* out, char** err_out) {
+  KT_API_BEGIN(err_out)
+  KT_CHECK(fleet && out, InvalidArgument, "fleet and out must not be NULL");
+  *out = fleet->fleet.size();
+  KT_API_END(err_out)
+}
+constexpr auto fleet_snapshot = [](const auto& handle) { return handle.fleet.snapshot_json(); };
+constexpr auto fleet_restore = [](auto& handle, const char* json) { handle.fleet.restore_json(json); };
 
 // The proposals of kt_hpa_reconcile*: valid[i] == 0 (or valid == NULL: none) marks metric i as failed.
 as::HpaDecision hpa_reconcile(kt_hpa* hpa, double now, int32_t current, size_t n, const int32_t* proposals,
@@ -78,10 +107,7 @@ KT_API int kt_kpa_fleet_create(const char* config_json, const char* revision_jso
 KT_API void kt_kpa_fleet_free(kt_kpa_fleet* fleet) { delete fleet; }
 
 KT_API int kt_kpa_fleet_size(const kt_kpa_fleet* fleet, size_t* out, char** err_out) {
-  KT_API_BEGIN(err_out)
-  KT_CHECK(fleet && out, InvalidArgument, "fleet and out must not be NULL");
-  *out = fleet->fleet.size();
-  KT_API_END(err_out)
+  return fleet_size_out(fleet, out, err_out);
 }
 
 KT_API int kt_kpa_fleet_decide(kt_kpa_fleet* fleet, double now, size_t n, const int32_t* ready_pods,
@@ -103,17 +129,11 @@ KT_API int kt_kpa_fleet_decide(kt_kpa_fleet* fleet, double now, size_t n, const 
 }
 
 KT_API int kt_kpa_fleet_state_json(const kt_kpa_fleet* fleet, char** out_json, char** err_out) {
-  KT_API_BEGIN(err_out)
-  KT_CHECK(fleet && out_json, InvalidArgument, "fleet and out_json must not be NULL");
-  *out_json = kubetune::capi::dup_string(fleet->fleet.snapshot_json());
-  KT_API_END(err_out)
+  return state_json_out(fleet, "fleet", out_json, err_out, fleet_snapshot);
 }
 
 KT_API int kt_kpa_fleet_restore(kt_kpa_fleet* fleet, const char* state_json, char** err_out) {
-  KT_API_BEGIN(err_out)
-  KT_CHECK(fleet && state_json, InvalidArgument, "fleet and state_json must not be NULL");
-  fleet->fleet.restore_json(state_json);
-  KT_API_END(err_out)
+  return restore_in(fleet, "fleet", state_json, err_out, fleet_restore);
 }
 
 KT_API int kt_kpa_scrape_sample_size(int32_t population, int32_t* out, char** err_out) {
@@ -165,17 +185,14 @@ KT_API int kt_kpa_scaler_activation_timeout(const kt_kpa_scaler* scaler, double*
 }
 
 KT_API int kt_kpa_scaler_state_json(const kt_kpa_scaler* scaler, char** out_json, char** err_out) {
-  KT_API_BEGIN(err_out)
-  KT_CHECK(scaler && out_json, InvalidArgument, "scaler and out_json must not be NULL");
-  *out_json = kubetune::capi::dup_string(scaler->scaler.snapshot().to_json());
-  KT_API_END(err_out)
+  return state_json_out(scaler, "scaler", out_json, err_out,
+                        [](const kt_kpa_scaler& s) { return s.scaler.snapshot().to_json(); });
 }
 
 KT_API int kt_kpa_scaler_restore(kt_kpa_scaler* scaler, const char* state_json, char** err_out) {
-  KT_API_BEGIN(err_out)
-  KT_CHECK(scaler && state_json, InvalidArgument, "scaler and state_json must not be NULL");
-  scaler->scaler.restore(as::KpaScaler::State::from_json(state_json));
-  KT_API_END(err_out)
+  return restore_in(scaler, "scaler", state_json, err_out, [](kt_kpa_scaler& s, const char* json) {
+    s.scaler.restore(as::KpaScaler::State::from_json(json));
+  });
 }
 
 KT_API int kt_throttler_share(const kt_throttler_input* in, kt_throttler_result* out, char** err_out) {
@@ -213,17 +230,14 @@ KT_API int kt_hpa_create(const char* spec_json, const char* controller_json, kt_
 KT_API void kt_hpa_free(kt_hpa* hpa) { delete hpa; }
 
 KT_API int kt_hpa_state_json(const kt_hpa* hpa, char** out_json, char** err_out) {
-  KT_API_BEGIN(err_out)
-  KT_CHECK(hpa && out_json, InvalidArgument, "hpa and out_json must not be NULL");
-  *out_json = kubetune::capi::dup_string(hpa->controller.snapshot().to_json());
-  KT_API_END(err_out)
+  return state_json_out(hpa, "hpa", out_json, err_out,
+                        [](const kt_hpa& h) { return h.controller.snapshot().to_json(); });
 }
 
 KT_API int kt_hpa_restore(kt_hpa* hpa, const char* state_json, char** err_out) {
-  KT_API_BEGIN(err_out)
-  KT_CHECK(hpa && state_json, InvalidArgument, "hpa and state_json must not be NULL");
-  hpa->controller.restore(as::HpaController::State::from_json(state_json));
-  KT_API_END(err_out)
+  return restore_in(hpa, "hpa", state_json, err_out, [](kt_hpa& h, const char* json) {
+    h.controller.restore(as::HpaController::State::from_json(json));
+  });
 }
 
 KT_API int kt_hpa_reconcile(kt_hpa* hpa, double now, int32_t current_replicas, size_t n_metrics,
@@ -251,23 +265,35 @@ KT_API int kt_hpa_fleet_create(const char* spec_json, const char* controller_jso
                                char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(out, InvalidArgument, "out must not be NULL");
-  auto f = std::make_unique<kt_hpa_fleet>();
-  f->hpas.assign(n, as::HpaController(as::HpaSpec::from_json(or_empty(spec_json)), controller_config(controller_json)));
-  *out = f.release();
+  const as::HpaSpec spec = as::HpaSpec::from_json(or_empty(spec_json));
+  *out = new kt_hpa_fleet{as::HpaFleet(spec, n, controller_config(controller_json))};
   KT_API_END(err_out)
 }
 
 KT_API void kt_hpa_fleet_free(kt_hpa_fleet* fleet) { delete fleet; }
+
+KT_API int kt_hpa_fleet_size(const kt_hpa_fleet* fleet, size_t* out, char** err_out) {
+  return fleet_size_out(fleet, out, err_out);
+}
 
 KT_API int kt_hpa_fleet_reconcile(kt_hpa_fleet* fleet, double now, size_t n, const int32_t* current_replicas,
                                   const int32_t* proposals, int32_t* desired_out, uint8_t* rescale_out, int n_threads,
                                   char** err_out) {
   KT_API_BEGIN(err_out)
   KT_CHECK(fleet, InvalidArgument, "fleet must not be NULL");
-  KT_CHECK(n == fleet->hpas.size(), InvalidArgument, "n = ", n, " must equal the fleet size ", fleet->hpas.size());
-  as::hpa_reconcile_batch(fleet->hpas.data(), n, now, current_replicas, proposals, desired_out, rescale_out,
-                          n_threads);
+  KT_CHECK(n == fleet->fleet.size(), InvalidArgument, "n = ", n, " must equal the fleet size ", fleet->fleet.size());
+  const as::HpaFleet::Results& res = fleet->fleet.reconcile(now, current_replicas, n, proposals, n, n_threads);
+  if (desired_out) std::copy(res.desired_replicas.begin(), res.desired_replicas.end(), desired_out);
+  if (rescale_out) std::copy(res.rescale.begin(), res.rescale.end(), rescale_out);
   KT_API_END(err_out)
+}
+
+KT_API int kt_hpa_fleet_state_json(const kt_hpa_fleet* fleet, char** out_json, char** err_out) {
+  return state_json_out(fleet, "fleet", out_json, err_out, fleet_snapshot);
+}
+
+KT_API int kt_hpa_fleet_restore(kt_hpa_fleet* fleet, const char* state_json, char** err_out) {
+  return restore_in(fleet, "fleet", state_json, err_out, fleet_restore);
 }
 
 KT_API int kt_erlang_b(int64_t servers, double load, double* out, char** err_out) {

@@ -1,5 +1,6 @@
 /* Plain-C99 test of the autoscale C API: KPA fleet batch decide and scaler (and their persisted state), activator
- * throttler, every kt_hpa_* function (valid and invalid input), Erlang C, simulation. */
+ * throttler, every kt_hpa_* function (valid and invalid input) including the HPA fleet's persisted state, Erlang C,
+ * simulation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,6 +273,83 @@ static int test_hpa_fleet(void) {
   return 0;
 }
 
+/* kt_hpa_fleet_size / kt_hpa_fleet_state_json / kt_hpa_fleet_restore: a fleet's recommendation history persisted
+ * and restored into a fresh fleet, which then reconciles as the original (and not as a fleet without history). */
+static int test_hpa_fleet_state(void) {
+  char* err = NULL;
+  char* json = NULL;
+  char* again = NULL;
+  const char* spec = "{\"minReplicas\": 1, \"maxReplicas\": 10}";
+  kt_hpa_fleet* f1 = NULL;
+  kt_hpa_fleet* f2 = NULL;
+  kt_hpa_fleet* fresh = NULL;
+  size_t size = 0;
+  CHECK(kt_hpa_fleet_create(spec, NULL, 2, &f1, NULL) == KT_OK);
+  CHECK(kt_hpa_fleet_create(spec, NULL, 2, &f2, NULL) == KT_OK);
+  CHECK(kt_hpa_fleet_create(spec, NULL, 2, &fresh, NULL) == KT_OK);
+  CHECK(kt_hpa_fleet_size(f1, &size, NULL) == KT_OK && size == 2);
+  const int32_t current0[2] = {10, 3};
+  int32_t d1[2], d2[2], d3[2];
+  uint8_t r1[2], r2[2], r3[2];
+  CHECK(kt_hpa_fleet_reconcile(f1, 0.0, 2, current0, current0, d1, r1, 1, NULL) == KT_OK);
+  CHECK(d1[0] == 10 && r1[0] == 0 && d1[1] == 3 && r1[1] == 0);
+  CHECK(kt_hpa_fleet_state_json(f1, &json, NULL) == KT_OK);
+  CHECK(strstr(json, "\"recommendations\":[{\"replicas\":10,\"time_s\":0.0},") != NULL);
+  CHECK(kt_hpa_fleet_restore(f2, json, NULL) == KT_OK);
+  CHECK(kt_hpa_fleet_state_json(f2, &again, NULL) == KT_OK && strcmp(json, again) == 0);
+  kt_free_string(again);
+  again = NULL;
+  /* 15 s later HPA 0 was scaled down to 4 behind the controller's back and its metric says 4: the 300 s downscale
+   * stabilisation window still holds the 10 of t = 0, in the original and the restored fleet alike, so it scales
+   * back up, to the legacy limit max(2 x 4, 4) = 8. HPA 1 scales up from 3 to its limit max(2 x 3, 4) = 6. */
+  const int32_t current1[2] = {4, 3};
+  const int32_t proposals1[2] = {4, 9};
+  CHECK(kt_hpa_fleet_reconcile(f1, 15.0, 2, current1, proposals1, d1, r1, 1, NULL) == KT_OK);
+  CHECK(kt_hpa_fleet_reconcile(f2, 15.0, 2, current1, proposals1, d2, r2, 2, NULL) == KT_OK);
+  CHECK(kt_hpa_fleet_reconcile(fresh, 15.0, 2, current1, proposals1, d3, r3, 1, NULL) == KT_OK);
+  CHECK(d1[0] == 8 && r1[0] == 1 && d1[1] == 6 && r1[1] == 1);
+  CHECK(d2[0] == d1[0] && r2[0] == r1[0] && d2[1] == d1[1] && r2[1] == r1[1]);
+  CHECK(d3[0] == 4 && r3[0] == 0); /* without the history there is nothing to stabilise to */
+  kt_free_string(json);
+  json = NULL;
+  CHECK(kt_hpa_fleet_state_json(f1, &json, NULL) == KT_OK);
+  CHECK(kt_hpa_fleet_state_json(f2, &again, NULL) == KT_OK && strcmp(json, again) == 0);
+  kt_free_string(again);
+  again = NULL;
+
+  /* Bad states name the entry, key and value and change nothing; so does a bad reconcile. */
+  CHECK(invalid_with(kt_hpa_fleet_restore(f2, "[]", &err), &err, "array of 2 controller states, got 0 entries"));
+  CHECK(invalid_with(kt_hpa_fleet_restore(f2, "{}", &err), &err, "HpaFleet state must be an array of 2"));
+  CHECK(invalid_with(kt_hpa_fleet_restore(f2,
+                                          "[{\"history_started\": false, \"recommendations\": [], "
+                                          "\"scale_up_events\": [], \"scale_down_events\": []}, "
+                                          "{\"history_started\": true, \"recommendations\": [{\"replicas\": -1, "
+                                          "\"time_s\": 0}], \"scale_up_events\": [], \"scale_down_events\": []}]",
+                                          &err),
+                     &err, "HpaFleet state[1]: HpaController state.recommendations[0].replicas = -1"));
+  CHECK(invalid_with(kt_hpa_fleet_restore(f2, "[{}, {}]", &err), &err, "HpaFleet state[0]: HpaController state"));
+  CHECK(invalid_with(kt_hpa_fleet_restore(f2, "[1,", &err), &err, "HpaFleet state JSON"));
+  const int32_t negative[2] = {4, -1};
+  CHECK(invalid_with(kt_hpa_fleet_reconcile(f2, 30.0, 2, negative, proposals1, d2, r2, 1, &err), &err,
+                     "current_replicas[1] = -1 must be >= 0"));
+  CHECK(invalid_with(kt_hpa_fleet_reconcile(f2, NAN, 2, current1, proposals1, d2, r2, 1, &err), &err,
+                     "now = nan must be finite"));
+  CHECK(kt_hpa_fleet_state_json(f2, &again, NULL) == KT_OK && strcmp(json, again) == 0);
+  kt_free_string(again);
+  again = NULL;
+  CHECK(invalid_with(kt_hpa_fleet_restore(f2, NULL, &err), &err, "fleet and state_json must not be NULL"));
+  CHECK(invalid_with(kt_hpa_fleet_restore(NULL, json, &err), &err, "fleet and state_json must not be NULL"));
+  CHECK(invalid_with(kt_hpa_fleet_state_json(f2, NULL, &err), &err, "fleet and out_json must not be NULL"));
+  CHECK(invalid_with(kt_hpa_fleet_state_json(NULL, &again, &err), &err, "fleet and out_json must not be NULL"));
+  CHECK(invalid_with(kt_hpa_fleet_size(NULL, &size, &err), &err, "fleet and out must not be NULL"));
+  CHECK(invalid_with(kt_hpa_fleet_size(f2, NULL, &err), &err, "fleet and out must not be NULL"));
+  kt_free_string(json);
+  kt_hpa_fleet_free(f1);
+  kt_hpa_fleet_free(f2);
+  kt_hpa_fleet_free(fresh);
+  return 0;
+}
+
 int main(void) {
   char* err = NULL;
   char* json = NULL;
@@ -301,7 +379,9 @@ int main(void) {
         KT_ERR_INVALID);
   kt_kpa_fleet_free(fleet);
 
-  if (test_kpa_scaler() || test_kpa_state() || test_throttler() || test_hpa() || test_hpa_fleet()) return 1;
+  if (test_kpa_scaler() || test_kpa_state() || test_throttler() || test_hpa() || test_hpa_fleet() ||
+      test_hpa_fleet_state())
+    return 1;
 
   double c = 0;
   CHECK(kt_erlang_c(14, 10.0, &c, NULL) == KT_OK && fabs(c - 0.17413) < 1e-5);

@@ -146,3 +146,90 @@ def test_hpa_history_and_scale_events_persisted_and_injected():
         c1, c2 = d1.desired_replicas, d2.desired_replicas
     with pytest.raises(ValueError, match=r"scale_up_events\[0\]\.change = -1 must be in \[0, 2147483647\]"):
         restored.restore({**state, "scale_up_events": [{"change": -1, "time_s": 0.0, "outdated": False}]})
+
+
+_HPA_FLEET_SPEC = ('{"minReplicas": 1, "maxReplicas": 40, "behavior": {"scaleUp": {"stabilizationWindowSeconds": 0, '
+                   '"policies": [{"type": "Pods", "value": 3, "periodSeconds": 30}]}, "scaleDown": '
+                   '{"stabilizationWindowSeconds": 60}}}')
+
+
+def _hpa_fleet_inputs(rng, n):
+    current = rng.integers(1, 30, n).astype(np.int32)
+    proposals = rng.integers(-1, 45, n).astype(np.int32)  # -1: that HPA's metric failed
+    return current, proposals
+
+
+def test_hpa_fleet_restored_from_a_file_reconciles_as_the_original(tmp_path):
+    spec = a.HpaSpec.from_json(_HPA_FLEET_SPEC)
+    n = 6
+    original = a.HpaFleet(spec, n)
+    singles = [a.HpaController(spec) for _ in range(n)]
+    rng = np.random.default_rng(7)
+    for k in range(5):
+        current, proposals = _hpa_fleet_inputs(rng, n)
+        original.reconcile(15.0 * k, current, proposals)
+        for i, h in enumerate(singles):
+            h.reconcile(15.0 * k, int(current[i]), [None if proposals[i] < 0 else int(proposals[i])])
+    state = original.snapshot()
+    assert isinstance(state, list) and len(state) == n
+    assert state == [h.snapshot() for h in singles]  # one HpaController state per HPA, in fleet order
+    assert any(s["scale_up_events"] for s in state)
+    path = tmp_path / "hpas.json"
+    path.write_text(json.dumps(state))
+    restored = a.HpaFleet(spec, n)
+    restored.restore(json.loads(path.read_text()))
+    assert restored.snapshot() == state
+    twin = a.HpaFleet(spec, n)
+    twin.restore(path.read_text())  # the JSON string works too
+    for k in range(5, 25):
+        current, proposals = _hpa_fleet_inputs(rng, n)
+        r1 = original.reconcile(15.0 * k, current, proposals)
+        r2 = restored.reconcile(15.0 * k, current, proposals, n_threads=2)
+        r3 = twin.reconcile(15.0 * k, current, proposals)
+        for key in ("desired_replicas", "rescale"):
+            assert r1[key].tolist() == r2[key].tolist() == r3[key].tolist(), (k, key)
+        assert r1["rescale"].dtype == np.bool_
+    assert restored.snapshot() == original.snapshot()
+
+
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        (lambda s: s[1]["recommendations"][0].update(replicas=-1),
+         r"HpaFleet state\[1\]: HpaController state\.recommendations\[0\]\.replicas = -1 must be in \[0, 2147483647\]"),
+        (lambda s: s[2].update(history_started="yes"),
+         r"HpaFleet state\[2\]: HpaController state\.history_started = \"yes\" must be true or false"),
+        (lambda s: s[0].pop("scale_up_events"),
+         r"HpaFleet state\[0\]: HpaController state: missing key 'scale_up_events'"),
+        (lambda s: s[0].update(extra=1), r"HpaFleet state\[0\]: HpaController state: unknown key 'extra'"),
+        (lambda s: s.pop(), r"HpaFleet state must be an array of 3 controller states, got 2 entries"),
+    ],
+)
+def test_bad_hpa_fleet_states_are_value_errors_and_change_nothing(corrupt, message):
+    spec = a.HpaSpec.from_json(_HPA_FLEET_SPEC)
+    source = a.HpaFleet(spec, 3)
+    source.reconcile(0.0, np.array([2, 5, 9], np.int32), np.array([8, 1, -1], np.int32))
+    state = source.snapshot()
+    corrupt(state)
+    fleet = a.HpaFleet(spec, 3)
+    before = fleet.snapshot()
+    with pytest.raises(ValueError, match=message):
+        fleet.restore(state)
+    assert fleet.snapshot() == before
+
+
+def test_hpa_fleet_inputs_are_checked():
+    fleet = a.HpaFleet(a.HpaSpec(1, 10), 3)
+    before = fleet.snapshot()
+    with pytest.raises(ValueError, match=r"current_replicas has 2 entries, must equal the fleet size 3"):
+        fleet.reconcile(0.0, np.ones(2, np.int32), np.ones(3, np.int32))
+    with pytest.raises(ValueError, match=r"proposals has 4 entries, must equal the fleet size 3"):
+        fleet.reconcile(0.0, np.ones(3, np.int32), np.ones(4, np.int32))
+    with pytest.raises(ValueError, match=r"now = nan must be finite"):
+        fleet.reconcile(float("nan"), np.ones(3, np.int32), np.ones(3, np.int32))
+    with pytest.raises(ValueError, match=r"HpaFleet state JSON"):
+        fleet.restore("[1,")
+    assert fleet.snapshot() == before == [{"history_started": False, "recommendations": [], "scale_up_events": [],
+                                           "scale_down_events": []}] * 3
+    with pytest.raises(ValueError, match="maxReplicas"):
+        a.HpaFleet(a.HpaSpec(1, 0), 0)

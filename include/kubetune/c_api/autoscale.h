@@ -128,16 +128,25 @@ KT_API int kt_hpa_reconcile_json(kt_hpa* hpa, double now, int32_t current_replic
                                  const int32_t* proposals, const uint8_t* valid, char** decision_json,
                                  char** err_out);
 
-/* Batch form: n HPAs with one spec and controller config, reconciled in one call (one metric each). */
+/* Batch form: n HPAs with one spec and controller config (spec_json / controller_json as kt_hpa_create),
+ * reconciled in one call (one metric each). */
 typedef struct kt_hpa_fleet kt_hpa_fleet;
 KT_API int kt_hpa_fleet_create(const char* spec_json, const char* controller_json, size_t n, kt_hpa_fleet** out,
                                char** err_out);
 KT_API void kt_hpa_fleet_free(kt_hpa_fleet* fleet);
+KT_API int kt_hpa_fleet_size(const kt_hpa_fleet* fleet, size_t* out, char** err_out);
 /* proposals[i] < 0 marks HPA i's metric as failed; desired_out / rescale_out are caller-allocated arrays of n
- * entries (either may be NULL). `n_threads` <= 0: all hardware threads. */
+ * entries (either may be NULL). `n_threads` <= 0: all hardware threads. A bad input (n other than the fleet size,
+ * a negative current_replicas[i], a non-finite now) is KT_ERR_INVALID and leaves every HPA unchanged. */
 KT_API int kt_hpa_fleet_reconcile(kt_hpa_fleet* fleet, double now, size_t n, const int32_t* current_replicas,
                                   const int32_t* proposals, int32_t* desired_out, uint8_t* rescale_out, int n_threads,
                                   char** err_out);
+/* The fleet's state, to persist across restarts: a JSON array with one kt_hpa_state_json object per HPA, in fleet
+ * order (free with kt_free_string). kt_hpa_fleet_restore sets it back into a fleet of the same size and spec, all
+ * HPAs or none; restored, the fleet reconciles exactly as the original. A bad state is KT_ERR_INVALID with the
+ * entry, key and value in err_out ("HpaFleet state[1]: HpaController state.recommendations[0].replicas = -1 ..."). */
+KT_API int kt_hpa_fleet_state_json(const kt_hpa_fleet* fleet, char** out_json, char** err_out);
+KT_API int kt_hpa_fleet_restore(kt_hpa_fleet* fleet, const char* state_json, char** err_out);
 
 /* ---- Queueing ---------------------------------------------------------------------------------------- */
 

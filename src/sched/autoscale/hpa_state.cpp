@@ -1,4 +1,5 @@
-// Snapshot of the HPA controller's per-HPA state (recommendations, scale events) and its JSON form.
+// Snapshot of the HPA controller's per-HPA state (recommendations, scale events) and its JSON form, and the JSON
+// form of an HpaFleet's state (one such object per HPA).
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -52,6 +53,30 @@ void check_events(const char* key, const std::vector<HpaController::ScaleEvent>&
   }
 }
 
+json hpa_state_json(const HpaController::State& s) {
+  json recs = json::array();
+  for (const auto& r : s.recommendations) recs.push_back(json{{"replicas", r.replicas}, {"time_s", r.time}});
+  return json{{"history_started", s.history_started},
+              {"recommendations", recs},
+              {"scale_up_events", events_json(s.scale_up_events)},
+              {"scale_down_events", events_json(s.scale_down_events)}};
+}
+
+// One state object; errors start with kWhat ("HpaController state.recommendations[0].replicas = ...").
+HpaController::State hpa_state_from(const json& j) {
+  const Fields f(kWhat, j, {"history_started", "recommendations", "scale_up_events", "scale_down_events"});
+  HpaController::State s;
+  s.history_started = f.boolean("history_started");
+  read_array(f, "recommendations", [&](const std::string& name, const json& e) {
+    const Fields r(name, e, {"replicas", "time_s"});
+    s.recommendations.push_back({static_cast<std::int32_t>(r.integer("replicas", 0, kInt32Max)), r.finite("time_s")});
+  });
+  s.scale_up_events = events_from(f, "scale_up_events");
+  s.scale_down_events = events_from(f, "scale_down_events");
+  s.validate();
+  return s;
+}
+
 }  // namespace
 
 void HpaController::State::validate() const {
@@ -68,29 +93,10 @@ void HpaController::State::validate() const {
   check_events("scale_down_events", scale_down_events);
 }
 
-std::string HpaController::State::to_json() const {
-  json recs = json::array();
-  for (const auto& r : recommendations) recs.push_back(json{{"replicas", r.replicas}, {"time_s", r.time}});
-  return json{{"history_started", history_started},
-              {"recommendations", recs},
-              {"scale_up_events", events_json(scale_up_events)},
-              {"scale_down_events", events_json(scale_down_events)}}
-      .dump();
-}
+std::string HpaController::State::to_json() const { return hpa_state_json(*this).dump(); }
 
 HpaController::State HpaController::State::from_json(const std::string& text) {
-  const json j = parse_object(kWhat, text);
-  const Fields f(kWhat, j, {"history_started", "recommendations", "scale_up_events", "scale_down_events"});
-  State s;
-  s.history_started = f.boolean("history_started");
-  read_array(f, "recommendations", [&](const std::string& name, const json& e) {
-    const Fields r(name, e, {"replicas", "time_s"});
-    s.recommendations.push_back({static_cast<std::int32_t>(r.integer("replicas", 0, kInt32Max)), r.finite("time_s")});
-  });
-  s.scale_up_events = events_from(f, "scale_up_events");
-  s.scale_down_events = events_from(f, "scale_down_events");
-  s.validate();
-  return s;
+  return hpa_state_from(parse_object(kWhat, text));
 }
 
 HpaController::State HpaController::snapshot() const {
@@ -103,6 +109,30 @@ void HpaController::restore(const State& s) {
   recs_ = s.recommendations;
   up_events_ = s.scale_up_events;
   down_events_ = s.scale_down_events;
+}
+
+// ------------------------------------------------------------------------------------------------ HpaFleet
+std::string HpaFleet::snapshot_json() const {
+  json a = json::array();
+  for (const HpaController& h : hpas_) a.push_back(hpa_state_json(h.snapshot()));
+  return a.dump();
+}
+
+void HpaFleet::restore_json(const std::string& text) {
+  const json a = parse_user_json(text, "HpaFleet state JSON");
+  KT_CHECK(a.is_array() && a.size() == hpas_.size(), InvalidArgument, "HpaFleet state must be an array of ",
+           hpas_.size(), " controller states, got ",
+           a.is_array() ? std::to_string(a.size()) + " entries" : json_summary(a));
+  std::vector<HpaController::State> states;
+  states.reserve(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    try {
+      states.push_back(hpa_state_from(a[i]));
+    } catch (const InvalidArgument& e) {
+      KT_THROW(InvalidArgument, "HpaFleet state[", i, "]: ", e.what());
+    }
+  }
+  restore(states);  // all or none
 }
 
 }  // namespace kubetune::sched::autoscale

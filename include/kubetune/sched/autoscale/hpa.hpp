@@ -236,6 +236,52 @@ void hpa_reconcile_batch(HpaController* hpas, std::size_t n, double now, const s
                          const std::int32_t* proposals, std::int32_t* desired_out, std::uint8_t* rescale_out,
                          int n_threads = 1);
 
+/// A fleet of HPA controllers with one spec and controller config (one per HPA), reconciled in one batch call
+/// with one metric each: the one fleet type that the C API's kt_hpa_fleet and Python's HpaFleet wrap.
+class HpaFleet {
+ public:
+  /// What one reconcile of the fleet wrote, one entry per HPA: the replica count to set and whether it changes.
+  struct Results {
+    std::vector<std::int32_t> desired_replicas;
+    std::vector<std::uint8_t> rescale;  // 1: the HPA rescales
+  };
+
+  /// `n` controllers of `spec` (validated) under `config` (validated).
+  HpaFleet(const HpaSpec& spec, std::size_t n, const HpaControllerConfig& config = {});
+  std::size_t size() const noexcept { return hpas_.size(); }
+  /// One reconcile of every HPA at `now` (hpa_reconcile_batch): `current_replicas` and `proposals` need size()
+  /// entries each (else InvalidArgument naming the input and both counts); proposals[i] < 0 marks HPA i's metric
+  /// as failed. `n_threads` <= 0 means all hardware threads; 1 runs inline. The results are valid until the next
+  /// reconcile; on an error no HPA has changed.
+  const Results& reconcile(double now, const std::int32_t* current_replicas, std::size_t n_current,
+                           const std::int32_t* proposals, std::size_t n_proposals, int n_threads = 1);
+  const Results& reconcile(double now, const std::vector<std::int32_t>& current_replicas,
+                           const std::vector<std::int32_t>& proposals, int n_threads = 1) {
+    return reconcile(now, current_replicas.data(), current_replicas.size(), proposals.data(), proposals.size(),
+                     n_threads);
+  }
+  const Results& results() const noexcept { return out_; }
+  const HpaController& controller(std::size_t i) const;
+  const HpaSpec& spec() const noexcept { return spec_; }
+  const HpaControllerConfig& config() const noexcept { return config_; }
+
+  /// The controllers' states, one HpaController::State per HPA in fleet order; restored, the fleet reconciles
+  /// exactly as the original from then on. restore() needs exactly size() states and sets all or none.
+  std::vector<HpaController::State> snapshot() const;
+  void restore(const std::vector<HpaController::State>& states);
+  /// The JSON form: an array of size() HpaController::State objects (HpaController::State::to_json's keys), and
+  /// its inverse, strict as State::from_json; errors name the entry, key and value ("HpaFleet state[3]:
+  /// HpaController state.recommendations[0].replicas = -1 ...").
+  std::string snapshot_json() const;
+  void restore_json(const std::string& json);
+
+ private:
+  HpaSpec spec_;
+  HpaControllerConfig config_;
+  std::vector<HpaController> hpas_;
+  Results out_;
+};
+
 /// Proposed limits of behaviour policies (exposed for tests): the most replicas a scale-up may reach, and
 /// the fewest a scale-down may reach, given the scale events in the policies' periods before `now`.
 std::int32_t scale_up_limit(double now, std::int32_t current, const std::vector<HpaController::ScaleEvent>& up,
