@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "json_conv.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/nas/darts.hpp"
 #include "kubetune/nas/data.hpp"
@@ -50,45 +51,9 @@ py::dict epoch_dict(const nas::EpochStats& s, int edges, int ops) {
   return d;
 }
 
-nas::DartsConfig make_config(py::kwargs kw) {
-  nas::DartsConfig c;
-  auto& n = c.net;
-  for (auto item : kw) {
-    const std::string k = py::cast<std::string>(item.first);
-    py::handle v = item.second;
-    if (k == "in_channels") n.in_channels = py::cast<int>(v);
-    else if (k == "num_classes") n.num_classes = py::cast<int>(v);
-    else if (k == "channels") n.channels = py::cast<int>(v);
-    else if (k == "layers") n.layers = py::cast<int>(v);
-    else if (k == "nodes") n.nodes = py::cast<int>(v);
-    else if (k == "multiplier") n.multiplier = py::cast<int>(v);
-    else if (k == "stem_multiplier") n.stem_multiplier = py::cast<int>(v);
-    else if (k == "ops") n.ops = py::cast<std::vector<std::string>>(v);
-    else if (k == "affine") n.affine = py::cast<bool>(v);
-    else if (k == "batch_size") c.batch_size = py::cast<int>(v);
-    else if (k == "eval_batch_size") c.eval_batch_size = py::cast<int>(v);
-    else if (k == "w_lr") c.w_lr = py::cast<double>(v);
-    else if (k == "w_lr_min") c.w_lr_min = py::cast<double>(v);
-    else if (k == "w_momentum") c.w_momentum = py::cast<double>(v);
-    else if (k == "w_weight_decay") c.w_weight_decay = py::cast<double>(v);
-    else if (k == "w_grad_clip") c.w_grad_clip = py::cast<double>(v);
-    else if (k == "alpha_lr") c.alpha_lr = py::cast<double>(v);
-    else if (k == "alpha_beta1") c.alpha_beta1 = py::cast<double>(v);
-    else if (k == "alpha_beta2") c.alpha_beta2 = py::cast<double>(v);
-    else if (k == "alpha_weight_decay") c.alpha_weight_decay = py::cast<double>(v);
-    else if (k == "second_order") c.second_order = py::cast<bool>(v);
-    else if (k == "hvp_r") c.hvp_r = py::cast<double>(v);
-    else if (k == "train_portion") c.train_portion = py::cast<double>(v);
-    else if (k == "seed") c.seed = py::cast<std::uint64_t>(v);
-    else if (k == "n_threads") c.n_threads = py::cast<int>(v);
-    else if (k == "threads") {  // deprecated alias (one release); DartsConfig folds it into n_threads
-      if (PyErr_WarnEx(PyExc_DeprecationWarning, "DartsEngine: keyword 'threads' is deprecated, use 'n_threads'", 1) < 0)
-        throw py::error_already_set();
-      c.threads = py::cast<int>(v);
-    }
-    else throw py::type_error("DartsEngine: unexpected keyword argument '" + k + "'");
-  }
-  return c;
+nas::DartsConfig make_config(const py::kwargs& kw) {
+  static const nlohmann::json schema = nas::DartsConfig::settings_schema();
+  return nas::DartsConfig::from_json(settings_from_kwargs(kw, schema, "DartsEngine", "darts"));
 }
 
 /// Images [n, c, h, w] float32 and labels int32 as numpy arrays (copies).

@@ -193,6 +193,14 @@ void read_value(const Field& f, const json& v, void* obj, const std::string& lab
       }
       return;
     }
+    case Kind::StringList: {
+      KT_CHECK(v.is_array(), InvalidArgument, label, " must be a list of strings, got ", json_summary(v));
+      auto& out = *static_cast<std::vector<std::string>*>(m);
+      out.clear();
+      for (std::size_t i = 0; i < v.size(); ++i)
+        out.push_back(read_string(v[i], label.substr(0, label.size() - 1) + "[" + std::to_string(i) + "]'"));
+      return;
+    }
     case Kind::Ignored: return;
   }
 }
@@ -226,6 +234,7 @@ json value_json(const Field& f, const void* obj) {
       for (const auto& [k, v] : *static_cast<const std::map<std::string, double>*>(m)) o[k] = v;
       return o;
     }
+    case Kind::StringList: return *static_cast<const std::vector<std::string>*>(m);
     case Kind::Ignored: return nullptr;
   }
   return nullptr;
@@ -244,6 +253,7 @@ const char* type_name(const Field& f) {
     case Kind::Choice: return "str";
     case Kind::CountMap: return "dict[str, int]";
     case Kind::StepMap: return "dict[str, float]";
+    case Kind::StringList: return "list[str]";
   }
   return "object";
 }

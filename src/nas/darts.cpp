@@ -7,6 +7,9 @@
 #include <numeric>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
+#include "kubetune/core/config_fields.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/rng.hpp"
 
@@ -27,6 +30,51 @@ void virtual_step(Supernet& net, const Tensor& w0, const Batch& train, double xi
   if (momentum_buf) axpy(w, *momentum_buf, static_cast<float>(-xi * config.w_momentum));
 }
 }  // namespace
+
+namespace {
+const settings::Fields<SupernetConfig>& supernet_table() {
+  static const settings::Fields<SupernetConfig> t =
+      settings::Fields<SupernetConfig>("darts")
+          .field<&SupernetConfig::in_channels>("in_channels", "Image channels.")
+          .field<&SupernetConfig::num_classes>("num_classes", "Classes.")
+          .field<&SupernetConfig::channels>("channels", "Channels C of the first cell.")
+          .field<&SupernetConfig::layers>("layers", "Cells; reduction cells at layers/3 and 2*layers/3.")
+          .field<&SupernetConfig::nodes>("nodes", "Intermediate nodes per cell (DARTS' steps).")
+          .field<&SupernetConfig::multiplier>("multiplier", "Last nodes concatenated into the cell output.")
+          .field<&SupernetConfig::stem_multiplier>("stem_multiplier", "Stem channels = stem_multiplier * channels.")
+          .field<&SupernetConfig::ops>("ops", "Candidate operations (DARTS' PRIMITIVES by default).")
+          .field<&SupernetConfig::affine>("affine", "Affine batch norm inside the candidate ops (search: false).");
+  return t;
+}
+
+const settings::Fields<DartsConfig>& darts_table() {
+  static const settings::Fields<DartsConfig> t =
+      settings::Fields<DartsConfig>("darts")
+          .nest<&DartsConfig::net>(supernet_table())
+          .field<&DartsConfig::batch_size>("batch_size", "Training batch size (weights and alpha).")
+          .field<&DartsConfig::eval_batch_size>("eval_batch_size", "Batch size of the validation pass.")
+          .field<&DartsConfig::w_lr>("w_lr", "SGD learning rate of the weights (cosine schedule start).")
+          .field<&DartsConfig::w_lr_min>("w_lr_min", "Cosine schedule end.")
+          .field<&DartsConfig::w_momentum>("w_momentum", "SGD momentum.")
+          .field<&DartsConfig::w_weight_decay>("w_weight_decay", "Weight decay of the weights.")
+          .field<&DartsConfig::w_grad_clip>("w_grad_clip", "Max L2 norm of the weight gradient (<= 0: off).")
+          .field<&DartsConfig::alpha_lr>("alpha_lr", "Adam learning rate of the architecture weights.")
+          .field<&DartsConfig::alpha_beta1>("alpha_beta1", "Adam beta1.")
+          .field<&DartsConfig::alpha_beta2>("alpha_beta2", "Adam beta2.")
+          .field<&DartsConfig::alpha_weight_decay>("alpha_weight_decay", "Weight decay of alpha.")
+          .field<&DartsConfig::second_order>("second_order", "Unrolled (second-order) architecture gradient.")
+          .field<&DartsConfig::hvp_r>("hvp_r", "Hessian-vector product step: eps = hvp_r / ||grad||.")
+          .field<&DartsConfig::train_portion>("train_portion", "Share of the data that trains the weights.")
+          .field<&DartsConfig::seed>("seed", "Seed of the weights, alpha and data streams.")
+          .field<&DartsConfig::n_threads>("n_threads", "CPU threads of this engine (0: the calling thread's).")
+          .deprecated("threads");
+  return t;
+}
+}  // namespace
+
+DartsConfig DartsConfig::from_json(const nlohmann::json& j) { return darts_table().from_json(j); }
+nlohmann::json DartsConfig::to_json() const { return darts_table().to_json(*this); }
+nlohmann::json DartsConfig::settings_schema() { return darts_table().schema(); }
 
 void DartsConfig::validate() const {
   net.validate();

@@ -277,7 +277,7 @@ def test_deprecated_thread_names_still_work():
     assert d.settings["n_threads"] == 2 and "threads" not in d.settings
     with pytest.raises(TypeError, match="got both n_threads= and its deprecated alias threads="):
         nas.DARTS(threads=2, n_threads=3)
-    with pytest.warns(DeprecationWarning, match="'threads' is deprecated"):
+    with pytest.warns(DeprecationWarning, match=r"threads=\.\.\.\) is deprecated"):
         e = nas.DartsEngine("cpu", in_channels=1, num_classes=2, channels=4, layers=1, nodes=1, multiplier=1,
                             threads=2)
     assert e.n_threads == 2

@@ -28,6 +28,7 @@ enum class Kind {
   Choice,     ///< an enum (or bool) written as one of `choices`
   CountMap,   ///< std::map<std::string, std::uint64_t>, each >= 1
   StepMap,    ///< std::map<std::string, double>, each finite and > 0
+  StringList, ///< std::vector<std::string>
   Ignored,    ///< accepted and checked as a non-negative integer, never stored (Katib's random_state of random)
 };
 
@@ -126,6 +127,7 @@ constexpr Kind kind_of() {
   else if constexpr (std::is_same_v<V, std::string>) return Kind::String;
   else if constexpr (std::is_same_v<V, std::map<std::string, std::uint64_t>>) return Kind::CountMap;
   else if constexpr (std::is_same_v<V, std::map<std::string, double>>) return Kind::StepMap;
+  else if constexpr (std::is_same_v<V, std::vector<std::string>>) return Kind::StringList;
   else static_assert(sizeof(V) == 0, "unsupported config field type");
 }
 }  // namespace detail

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "kubetune/nas/genotype.hpp"
 #include "kubetune/nas/supernet.hpp"
 
@@ -40,6 +42,12 @@ struct DartsConfig {
   int threads = 0;            ///< deprecated alias of n_threads (one release); the engine folds it into n_threads
   void validate() const;      ///< throws InvalidArgument naming the field
   int resolved_n_threads() const noexcept;  ///< n_threads, else the deprecated `threads`
+
+  /// Every setting (the supernet's included, flat) is declared once, in darts.cpp's table: the JSON round trip
+  /// (unknown keys refused naming them; "threads" is a deprecated name of "n_threads") and the Python keywords.
+  static DartsConfig from_json(const nlohmann::json& j);
+  nlohmann::json to_json() const;
+  static nlohmann::json settings_schema();
 };
 
 /// What one epoch did.
