@@ -201,6 +201,16 @@ func NewHpaFleet(specJSON string, n int) (*HpaFleet, error) {
 // Close frees the fleet.
 func (f *HpaFleet) Close() { C.kt_hpa_fleet_free(f.h) }
 
+// State returns every HPA's recommendation history and scale events as JSON, to persist across restarts.
+func (f *HpaFleet) State() (string, error) {
+	return stateJSON(func(out, e **C.char) C.int { return C.kt_hpa_fleet_state_json(f.h, out, e) })
+}
+
+// Restore sets a State() into a fleet created with the same size and spec.
+func (f *HpaFleet) Restore(state string) error {
+	return restoreJSON(state, func(s *C.char, e **C.char) C.int { return C.kt_hpa_fleet_restore(f.h, s, e) })
+}
+
 // Reconcile decides every HPA at `now`; proposals[i] < 0 marks HPA i's metric as failed. Returns the replica
 // counts to set.
 func (f *HpaFleet) Reconcile(now time.Duration, current, proposals []int32) ([]int32, error) {

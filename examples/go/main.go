@@ -82,6 +82,28 @@ func run() error {
 		return err
 	}
 	fmt.Printf("hpa fleet desired=%v\n", desired)
+	// The fleet's state survives a restart: a new fleet restored from it decides as the old one would.
+	hpaState, err := hpas.State()
+	if err != nil {
+		return err
+	}
+	hpasRestarted, err := NewHpaFleet(`{"minReplicas": 2, "maxReplicas": 10}`, 3)
+	if err != nil {
+		return err
+	}
+	defer hpasRestarted.Close()
+	if err := hpasRestarted.Restore(hpaState); err != nil {
+		return err
+	}
+	again, err := hpas.Reconcile(30*time.Second, desired, []int32{3, 3, 3})
+	if err != nil {
+		return err
+	}
+	after, err := hpasRestarted.Reconcile(30*time.Second, desired, []int32{3, 3, 3})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("hpa fleet after restart desired=%v (same as without: %v)\n", after, again)
 
 	// A revision whose pods never become ready: with a 5 s progress deadline the activation times out after
 	// 5 s + 30 s, the scaler scales it to zero and marks the PodAutoscaler inactive (TimedOut).

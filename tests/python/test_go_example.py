@@ -1,6 +1,7 @@
 """Builds and runs examples/go (cgo, standard library only) against build/libkubetune.so when Go is on PATH."""
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -40,6 +41,8 @@ def test_go_operator_example(tmp_path):
             "the maximum scale rate") in out
     # HPA batch form: legacy cap max(2 x 4, 4) = 8 for 9 and for 30 (max 10); the failed metric keeps 4.
     assert "hpa fleet desired=[8 4 8]" in out
+    restart = re.search(r"hpa fleet after restart desired=(\[[0-9 ]+\]) \(same as without: (\[[0-9 ]+\])\)", out)
+    assert restart and restart.group(1) == restart.group(2), out  # a restored fleet decides as the original
     assert "kpa scaler t=36s want=0 replicas=0 state=Inactive reason=TimedOut requeue=none" in out
     assert "activator capacity=3 trackers=[0 1 4]" in out
     assert "kpa restored revision=0 desired=10 panicking=true" in out
