@@ -204,6 +204,16 @@ class Study:
         ...
     @staticmethod
     def load(path: str | os.PathLike[str]) -> Study: ...
+    def optimize(
+        self,
+        func: Callable[[RunningTrial], float | Sequence[float]],
+        n_trials: int,
+        n_threads: int = 1,
+        progress: bool = False,
+        timeout: float | None = None,
+        catch: Iterable[type[BaseException]] = (),
+        callbacks: Iterable[Callable[[Study, Trial], None]] | None = None,
+    ) -> Study: ...
     @staticmethod
     def replay(space: SearchSpace, searcher: typing.Any, trials: typing.Any, direction: typing.Any = 'minimize', seed: typing.SupportsInt | typing.SupportsIndex = 0, ask_counter: typing.SupportsInt | typing.SupportsIndex = 0, pruner: typing.Any | None = None) -> Study:
         """
@@ -225,16 +235,6 @@ class Study:
         """
         Warm start: the next ask returns these params.
         """
-    def optimize(
-        self,
-        func: Callable[[RunningTrial], float | Sequence[float]],
-        n_trials: int,
-        n_jobs: int = 1,
-        show_progress: bool = False,
-        timeout: float | None = None,
-        catch: Iterable[type[BaseException]] = (),
-        callbacks: Iterable[Callable[[Study, Trial], None]] | None = None,
-    ) -> Study: ...
     def replace_trials(self, trials: typing.Any, ask_counter: typing.SupportsInt | typing.SupportsIndex = 0, keep: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
         """
         Replace the trials as replay() builds them and set the ask counter, keeping this study's searcher and pruner (and their caches): the next asks equal those of a fresh replay() with the same arguments. keep > 0 keeps the first keep trials (finished ones replayed before) and replaces those after them.
@@ -289,25 +289,47 @@ class Study:
 class RandomSearch(Searcher):
     """
     Random search (Bergstra & Bengio, JMLR 2012): independent draws from the priors; with dedupe, a finite space never repeats a point while unseen ones remain.
+    
+    Settings (keyword arguments):
+    dedupe: bool = True. A finite space never repeats a point while unseen ones remain.
+    random_state: int. Katib's seed: checked, not stored (the study's seed drives the draws).
     """
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
     @staticmethod
     def from_katib(settings: typing.Any | None = None) -> RandomSearch:
         """
         Build from Katib algorithmSettings (dict or [{name, value}]).
         """
     def __init__(self, *, dedupe: bool = True) -> None:
-        ...
+        """Settings as listed in the class docstring (from the C++ settings table)."""
 class GridSearch(Searcher):
     """
     Exhaustive grid with Katib's semantics: ints by their step, doubles by their step (or points/steps/default_points), discrete and categorical lists; fixed order, only active conditional combinations, stateless (continues after reload); fewer suggestions once exhausted.
+    
+    Settings (keyword arguments):
+    default_points: int = 0. Evenly spaced values for every continuous double without a step (0: an error).
+    points: dict[str, int] = {}. Per-parameter number of values for continuous doubles, {name: n}.
+    steps: dict[str, float] = {}. Per-parameter linear step for continuous doubles, {name: step}.
+    max_grid_size: int = 10000000. Largest grid accepted when the study is created. Must be >= 1.
+    shuffle: bool = False. Visit the grid in a seeded, spread-out order.
+    seed: int = 0. Seed of the shuffled order.
     """
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
     @staticmethod
     def from_katib(settings: typing.Any | None = None) -> GridSearch:
         """
         Build from Katib algorithmSettings (dict or [{name, value}]).
         """
-    def __init__(self, *, default_points: typing.SupportsInt | typing.SupportsIndex = 0, points: typing.Any | None = None, steps: typing.Any | None = None, max_grid_size: typing.SupportsFloat | typing.SupportsIndex = 10000000.0, shuffle: bool = False, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
-        ...
+    def __init__(self, *, default_points: int = 0, points: dict[str, int] | None = None, steps: dict[str, float] | None = None, max_grid_size: int = 10000000, shuffle: bool = False, seed: int = 0) -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
     def enumerate(self, space: SearchSpace, limit: typing.SupportsInt | typing.SupportsIndex = 1000000) -> list:
         """
         Every grid point, in order, as parameter dicts.
@@ -319,15 +341,25 @@ class GridSearch(Searcher):
 class Sobol(Searcher):
     """
     Scrambled Sobol' sequence (Joe & Kuo 2008 direction numbers, linear matrix scramble + digital shift); trial k gets point k (stored as system attribute 'sobol_index').
+    
+    Settings (keyword arguments):
+    seed: int = 0. Seed of the scramble (mixed with the study's seed). Also accepted as random_state.
+    scramble: bool = True. Linear matrix scramble plus digital shift (off: the plain sequence).
+    skip: int = 0. Index of the first point. Must be < 1099511627776.
     """
     max_dims: typing.ClassVar[int] = 8192
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
     @staticmethod
     def from_katib(settings: typing.Any | None = None) -> Sobol:
         """
         Build from Katib algorithmSettings (dict or [{name, value}]).
         """
-    def __init__(self, *, seed: typing.SupportsInt | typing.SupportsIndex = 0, scramble: bool = True, skip: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
-        ...
+    def __init__(self, *, seed: int = 0, scramble: bool = True, skip: int = 0) -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
 class SobolSequence:
     """
     Standalone scrambled Sobol' generator over [0, 1)^dim.
@@ -380,24 +412,42 @@ class _ParzenEstimator:
 class TPE(Searcher):
     """
     Tree-structured Parzen Estimator (Bergstra et al., NeurIPS 2011; Watanabe 2023), defaults as Optuna's TPESampler: n_startup_trials 10, n_ei_candidates 24, gamma(n) = min(ceil(0.1 n), 25), prior_weight 1, magic clip, recency weights; plus kubetune's candidate refinement for multivariate=True (n_refine_candidates more candidates drawn around the best trial so far with refine_scale times its kernel's widths; TPE.optuna() turns it off). multivariate=True models parameters jointly (group-decomposed on conditional spaces). Running trials are constant liars, so batch asks are distinct; failed trials are ignored; pruned trials rank by their last intermediate value. TPE.hyperopt() gives hyperopt's preset, TPE.from_katib(settings) accepts Katib's algorithmSettings.
+    
+    Settings (keyword arguments):
+    n_startup_trials: int = 10. Random draws from the priors before the model starts. Also accepted as n_startup_jobs.
+    n_ei_candidates: int = 24. Candidates drawn from l(x) and ranked by l(x) / g(x). Must be >= 1, <= 1000000. Also accepted as n_EI_candidates.
+    n_refine_candidates: int = 8. Multivariate only: more candidates drawn around the incumbent and ranked the same way (0 = off).
+    refine_scale: float = 0.25. Width of the refinement draws, times the incumbent's kernel widths. Must be > 0.
+    gamma_rule: str = "linear". Good-set size rule: min(ceil(gamma n), gamma_max) or with sqrt(n). One of linear, sqrt.
+    gamma: float = 0.1. Good-set fraction in the gamma rule. Must be > 0.
+    gamma_max: int = 25. Cap on the good-set size. Must be >= 1.
+    prior_weight: float = 1.0. Weight of the prior kernel in both densities. Must be > 0.
+    consider_magic_clip: bool = True. Lower-bound kernel widths (hyperopt's magic clip).
+    consider_endpoints: bool = False. Neighbour widths also measure to the bounds.
+    n_flat_weights: int = 25. Newest observations weighing 1; older ones ramp up from 1/n (0 = all 1). Also accepted as linear_forgetting.
+    multivariate: bool = False. One joint density over the parameters instead of one each.
+    bandwidth: str = "neighbour". Kernel widths: neighbour distances, or Scott's rule (multivariate). One of neighbour, scott.
+    group: bool = True. Multivariate: model groups of parameters that are active together.
+    constant_liar: bool = True. Running trials join g(x) as bad observations.
+    seed: int | None = None. Extra seed mixed into each ask's stream (None: the study's alone). Also accepted as random_state.
+    n_threads: int = 1. Threads for candidate scoring (<= 0: hardware threads).
     """
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs, docs).
+        """
     @staticmethod
     def from_katib(settings: typing.Any | None = None, multivariate: bool = False) -> TPE:
         """
-        From Katib algorithmSettings (dict or [{name, value}], values may be strings): n_startup_trials, n_ei_candidates, random_state, gamma, prior_weight, ... multivariate=True for 'multivariate-tpe'.
+        From Katib algorithmSettings (dict or [{name, value}], values may be strings): n_startup_trials, n_ei_candidates, random_state (seed), gamma, prior_weight, ... multivariate=True for 'multivariate-tpe'.
         """
     @staticmethod
-    def hyperopt(**kwargs) -> TPE:
-        """
-        hyperopt's tpe.suggest preset (gamma 0.25 * sqrt(n) capped at 25, 20 startup trials, no refinement); keyword arguments override single settings.
-        """
+    def hyperopt(*, n_startup_trials: int = ..., n_ei_candidates: int = ..., n_refine_candidates: int = ..., refine_scale: float = ..., gamma_rule: typing.Literal['linear', 'sqrt'] = ..., gamma: float = ..., gamma_max: int = ..., prior_weight: float = ..., consider_magic_clip: bool = ..., consider_endpoints: bool = ..., n_flat_weights: int = ..., multivariate: bool = ..., bandwidth: typing.Literal['neighbour', 'scott'] = ..., group: bool = ..., constant_liar: bool = ..., seed: int | None = ..., n_threads: int = ...) -> TPE: ...
     @staticmethod
-    def optuna(**kwargs) -> TPE:
-        """
-        Optuna's TPESampler algorithm: the defaults without candidate refinement (n_refine_candidates=0); keyword arguments override single settings.
-        """
-    def __init__(self, *, n_startup_trials: typing.SupportsInt | typing.SupportsIndex = 10, n_ei_candidates: typing.SupportsInt | typing.SupportsIndex = 24, n_refine_candidates: typing.SupportsInt | typing.SupportsIndex = 8, refine_scale: typing.SupportsFloat | typing.SupportsIndex = 0.25, gamma: typing.SupportsFloat | typing.SupportsIndex = 0.1, gamma_rule: str = 'linear', gamma_max: typing.SupportsInt | typing.SupportsIndex = 25, prior_weight: typing.SupportsFloat | typing.SupportsIndex = 1.0, consider_magic_clip: bool = True, consider_endpoints: bool = False, n_flat_weights: typing.SupportsInt | typing.SupportsIndex = 25, multivariate: bool = False, bandwidth: str = 'neighbour', group: bool = True, constant_liar: bool = True, random_state: typing.SupportsInt | typing.SupportsIndex | None = None, n_threads: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
-        ...
+    def optuna(*, n_startup_trials: int = ..., n_ei_candidates: int = ..., n_refine_candidates: int = ..., refine_scale: float = ..., gamma_rule: typing.Literal['linear', 'sqrt'] = ..., gamma: float = ..., gamma_max: int = ..., prior_weight: float = ..., consider_magic_clip: bool = ..., consider_endpoints: bool = ..., n_flat_weights: int = ..., multivariate: bool = ..., bandwidth: typing.Literal['neighbour', 'scott'] = ..., group: bool = ..., constant_liar: bool = ..., seed: int | None = ..., n_threads: int = ...) -> TPE: ...
+    def __init__(self, *, n_startup_trials: int = 10, n_ei_candidates: int = 24, n_refine_candidates: int = 8, refine_scale: float = 0.25, gamma_rule: typing.Literal['linear', 'sqrt'] = 'linear', gamma: float = 0.1, gamma_max: int = 25, prior_weight: float = 1.0, consider_magic_clip: bool = True, consider_endpoints: bool = False, n_flat_weights: int = 25, multivariate: bool = False, bandwidth: typing.Literal['neighbour', 'scott'] = 'neighbour', group: bool = True, constant_liar: bool = True, seed: int | None = None, n_threads: int = 1) -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
     def n_below(self, n: typing.SupportsInt | typing.SupportsIndex) -> int:
         """
         How many of n finished trials form the 'good' density l(x).
@@ -417,25 +467,63 @@ class TPE(Searcher):
 class GP(Searcher):
     """
     Gaussian-process Bayesian optimisation (Snoek et al. 2012): Matérn-5/2 ARD (or RBF) GP fitted by maximum marginal likelihood with Optuna's hyperparameter prior, log-EI / EI / PI / LCB / gp_hedge acquisitions maximised over random + local candidates with L-BFGS-B refinement, batches and running trials via kriging-believer / constant-liar fantasies. Registered as 'gp' and Katib's 'bayesianoptimization'.
+    
+    Settings (keyword arguments):
+    kernel: str = "matern52". Covariance kernel (ARD). One of matern52, rbf.
+    acq_func: str = "logei". Acquisition function (Katib/skopt spellings EI, PI, LCB, gp_hedge accepted). One of logei, ei, pi, ucb, gp_hedge. Also accepted as acquisition.
+    n_initial_points: int = 10. Random points before the model is used. Must be >= 0. Also accepted as n_startup_trials.
+    xi: float = 0.0. EI / PI improvement margin. Must be >= 0.
+    kappa: float = 1.96. LCB width. Must be >= 0.
+    n_candidates: int = 512. Random + local candidates scored per proposal. Must be >= 1.
+    n_refine: int = 3. Best candidates refined by L-BFGS-B (0 = sampling only). Must be >= 0.
+    prior: str = "optuna". Prior on the hyperparameters. One of none, optuna.
+    n_hyper_restarts: int = 2. Random restarts of the likelihood fit. Must be >= 0.
+    warm_start: bool = True. Start the fit from the hyperparameters of the last GP trial.
+    deterministic: bool = False. Noise-free objective: noise fixed to a 1e-6 nugget. Also accepted as deterministic_objective.
+    fantasy: str = "believer". How running trials and earlier batch members are fantasised. One of believer, liar_min, liar_mean, liar_max.
+    max_enumeration: int = 64. Categorical combinations enumerated exactly up to this count. Must be >= 1.
+    max_fit_points: int = 400. Hyperparameters fitted on at most this many points (0 = no cap). Must be >= 0.
+    refit_scale: int = 10. Refit when the history grew by n_fit / refit_scale (0 = every ask). Must be >= 0.
+    n_threads: int = 0. Threads over candidates (<= 0: all). Deprecated name: threads.
+    seed: int | None = None. Extra seed mixed into the study's stream (None: the study's alone). Also accepted as random_state.
     """
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
     @staticmethod
     def from_katib(settings: typing.Any | None = None) -> GP:
         """
         Build from Katib algorithmSettings (base_estimator 'GP', n_initial_points, acq_func gp_hedge|LCB|EI|PI, acq_optimizer auto|sampling|lbfgs, random_state; values may be strings).
         """
-    def __init__(self, *, kernel: str = 'matern52', acq_func: str = 'logei', n_initial_points: typing.SupportsInt | typing.SupportsIndex = 10, xi: typing.SupportsFloat | typing.SupportsIndex = 0.0, kappa: typing.SupportsFloat | typing.SupportsIndex = 1.96, n_candidates: typing.SupportsInt | typing.SupportsIndex = 512, n_refine: typing.SupportsInt | typing.SupportsIndex = 3, prior: str = 'optuna', n_hyper_restarts: typing.SupportsInt | typing.SupportsIndex = 2, warm_start: bool = True, deterministic: bool = False, fantasy: str = 'believer', max_enumeration: typing.SupportsInt | typing.SupportsIndex = 64, max_fit_points: typing.SupportsInt | typing.SupportsIndex = 400, refit_scale: typing.SupportsInt | typing.SupportsIndex = 10, threads: typing.SupportsInt | typing.SupportsIndex = 0, random_state: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
-        ...
+    def __init__(self, *, kernel: str = 'matern52', acq_func: str = 'logei', n_initial_points: int = 10, xi: float = 0.0, kappa: float = 1.96, n_candidates: int = 512, n_refine: int = 3, prior: str = 'optuna', n_hyper_restarts: int = 2, warm_start: bool = True, deterministic: bool = False, fantasy: str = 'believer', max_enumeration: int = 64, max_fit_points: int = 400, refit_scale: int = 10, n_threads: int = 0, seed: int | None = None) -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
 class Hyperband(Searcher):
     """
     Hyperband (Li et al., JMLR 2018) with exact bracket arithmetic. Each ask returns the next (configuration, budget): a new random configuration or a promotion (same point, larger `resource_name`). Brackets run to completion across workers; state lives in trial attributes (hb_bracket, hb_rung, hb_config). mode='katib'/'hpbandster' reproduce those projects' arithmetic; bracket=s runs successive halving with one bracket.
+    
+    Settings (keyword arguments):
+    resource_name: str = "". The Int or Double parameter that receives the budget (required).
+    max_resource: float = 81.0. Largest budget R. Also accepted as r_l, R.
+    min_resource: float = 1.0. Smallest budget unit (Hyperband's R is max / min).
+    eta: int = 3. Reduction factor (>= 2). Also accepted as reduction_factor.
+    mode: str = "exact". Bracket arithmetic: the paper's exact one, or Katib's or HpBandSter's. One of exact, katib, hpbandster. Also accepted as rounding.
+    n_iterations: int = 1. Outer Hyperband loops (0 = repeat forever).
+    bracket: int = -1. -1: all brackets; s: successive halving with that bracket only.
     """
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
     @staticmethod
     def from_katib(settings: typing.Any) -> Hyperband:
         """
         Build from Katib algorithmSettings (r_l, resource_name, eta; values may be strings).
         """
-    def __init__(self, resource_name: str, *, max_resource: typing.SupportsFloat | typing.SupportsIndex = 81.0, min_resource: typing.SupportsFloat | typing.SupportsIndex = 1.0, eta: typing.SupportsInt | typing.SupportsIndex = 3, mode: str = 'exact', n_iterations: typing.SupportsInt | typing.SupportsIndex = 1, bracket: typing.SupportsInt | typing.SupportsIndex = -1) -> None:
-        ...
+    def __init__(self, resource_name: str, *, max_resource: float = 81.0, min_resource: float = 1.0, eta: int = 3, mode: str = 'exact', n_iterations: int = 1, bracket: int = -1) -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
     def progress(self, study: Study) -> dict:
         """
         Where a study run by this Hyperband stands: finished (nothing will ever run again) vs waiting (nothing to run now; running trials will unlock promotions).
@@ -446,30 +534,86 @@ class Hyperband(Searcher):
 class BOHB(Hyperband):
     """
     BOHB (Falkner, Klein & Hutter, ICML 2018): Hyperband brackets whose new configurations come from a multivariate KDE (good/bad densities, Gaussian + Aitchison-Aitken kernels) of the largest budget with enough observations. Defaults as the paper/HpBandSter; n_iterations=0 repeats brackets forever.
+    
+    Settings (keyword arguments):
+    resource_name: str = "". The Int or Double parameter that receives the budget (required).
+    max_resource: float = 81.0. Largest budget R. Also accepted as r_l, R, max_budget.
+    min_resource: float = 1.0. Smallest budget unit (Hyperband's R is max / min). Also accepted as min_budget.
+    eta: int = 3. Reduction factor (>= 2). Also accepted as reduction_factor.
+    mode: str = "exact". Bracket arithmetic: the paper's exact one, or Katib's or HpBandSter's. One of exact, katib, hpbandster. Also accepted as rounding.
+    n_iterations: int = 0. Outer Hyperband loops (0 = repeat forever).
+    bracket: int = -1. -1: all brackets; s: successive halving with that bracket only.
+    top_n_percent: float = 15.0. Percent of observations forming the good density l(x).
+    num_samples: int = 64. Candidates drawn from l(x) per new configuration.
+    random_fraction: float = 0.3333333333333333. Fraction of new configurations drawn from the priors.
+    bandwidth_factor: float = 3.0. Widening of l(x)'s bandwidths when sampling.
+    min_bandwidth: float = 0.001. Lower clip of the kernel bandwidths.
+    min_points_in_model: int = 0. Observations a model needs (0 = d + 1).
     """
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
     @staticmethod
     def from_katib(settings: typing.Any) -> BOHB:
         ...
-    def __init__(self, resource_name: str, *, max_resource: typing.SupportsFloat | typing.SupportsIndex = 81.0, min_resource: typing.SupportsFloat | typing.SupportsIndex = 1.0, eta: typing.SupportsInt | typing.SupportsIndex = 3, mode: str = 'exact', n_iterations: typing.SupportsInt | typing.SupportsIndex = 0, bracket: typing.SupportsInt | typing.SupportsIndex = -1, top_n_percent: typing.SupportsFloat | typing.SupportsIndex = 15.0, num_samples: typing.SupportsInt | typing.SupportsIndex = 64, random_fraction: typing.SupportsFloat | typing.SupportsIndex = 0.3333333333333333, bandwidth_factor: typing.SupportsFloat | typing.SupportsIndex = 3.0, min_bandwidth: typing.SupportsFloat | typing.SupportsIndex = 0.001, min_points_in_model: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
-        ...
+    def __init__(self, resource_name: str, *, max_resource: float = 81.0, min_resource: float = 1.0, eta: int = 3, mode: str = 'exact', n_iterations: int = 0, bracket: int = -1, top_n_percent: float = 15.0, num_samples: int = 64, random_fraction: float = 0.3333333333333333, bandwidth_factor: float = 3.0, min_bandwidth: float = 0.001, min_points_in_model: int = 0) -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
 class ASHA(Searcher):
     """
     Asynchronous successive halving (Li et al., MLSys 2020). mode='prune' (default): trials run to max_resource reporting intermediate values and should_prune stops those outside the best 1/eta at each rung min_resource*eta^(s+k); mode='promote': ask promotes the best 1/eta of a rung when possible, else starts a new configuration (needs resource_name).
+    
+    Settings (keyword arguments):
+    min_resource: float = 1.0. Budget of the first rung (before eta^min_early_stopping_rate). Also accepted as r_min.
+    max_resource: float = 81.0. Rungs at or above this budget are not checked (0 = no bound). Also accepted as r_l, R.
+    eta: int = 3. Reduction factor: the best 1/eta of a rung continue. Also accepted as reduction_factor.
+    min_early_stopping_rate: int = 0. Rungs start at min_resource * eta^s. Also accepted as s.
+    resource_name: str = "". Parameter that receives the budget (needed by mode promote).
+    mode: str = "prune". prune: trials run to max_resource and are stopped at rungs; promote: ask promotes. One of prune, promote.
+    max_configs: int = 0. New configurations at most (0 = unlimited).
     """
-    def __init__(self, *, min_resource: typing.SupportsFloat | typing.SupportsIndex = 1.0, max_resource: typing.SupportsFloat | typing.SupportsIndex = 81.0, eta: typing.SupportsInt | typing.SupportsIndex = 3, min_early_stopping_rate: typing.SupportsInt | typing.SupportsIndex = 0, resource_name: str | None = None, mode: str = 'prune', max_configs: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
-        ...
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
+    def __init__(self, *, min_resource: float = 1.0, max_resource: float = 81.0, eta: int = 3, min_early_stopping_rate: int = 0, resource_name: str = '', mode: typing.Literal['prune', 'promote'] = 'prune', max_configs: int = 0) -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
 class ASHAPruner(Pruner):
     """
     ASHA's rung rule as a pruner for any searcher: at step min_resource*eta^(s+k) a trial continues only if it is among the best floor(n/eta) of the n values recorded at that rung (best-so-far with fewer than eta, as Optuna's SuccessiveHalvingPruner). Call should_prune after every report.
+    
+    Settings (keyword arguments):
+    min_resource: float = 1.0. Budget of the first rung (before eta^min_early_stopping_rate). Also accepted as r_min.
+    max_resource: float = 0.0. Rungs at or above this budget are not checked (0 = no bound). Also accepted as r_l, R.
+    eta: int = 3. Reduction factor: the best 1/eta of a rung continue. Also accepted as reduction_factor.
+    min_early_stopping_rate: int = 0. Rungs start at min_resource * eta^s. Also accepted as s.
     """
-    def __init__(self, *, min_resource: typing.SupportsFloat | typing.SupportsIndex = 1.0, max_resource: typing.SupportsFloat | typing.SupportsIndex = 0.0, eta: typing.SupportsInt | typing.SupportsIndex = 3, min_early_stopping_rate: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
-        ...
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
+    def __init__(self, *, min_resource: float = 1.0, max_resource: float = 0.0, eta: int = 3, min_early_stopping_rate: int = 0) -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
 class HyperbandPruner(Pruner):
     """
     Asynchronous Hyperband as a pruner (Li et al. 2020; Optuna's HyperbandPruner): ASHA brackets with min_early_stopping_rate = bracket; each trial joins one bracket (hash of its id, weighted by Hyperband's bracket sizes) and competes only within it. mode='optuna' counts brackets with Optuna's float log.
+    
+    Settings (keyword arguments):
+    min_resource: float = 1.0. Smallest budget. Also accepted as r_min.
+    max_resource: float = 81.0. Largest budget (> 0). Also accepted as r_l, R.
+    eta: int = 3. Reduction factor. Also accepted as reduction_factor.
+    mode: str = "exact". Bracket count: exact s_max + 1, or Optuna's float floor(log(max/min)/log(eta)) + 1. One of exact, optuna.
     """
-    def __init__(self, *, min_resource: typing.SupportsFloat | typing.SupportsIndex = 1.0, max_resource: typing.SupportsFloat | typing.SupportsIndex = 81.0, eta: typing.SupportsInt | typing.SupportsIndex = 3, mode: str = 'exact') -> None:
-        ...
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
+    def __init__(self, *, min_resource: float = 1.0, max_resource: float = 81.0, eta: int = 3, mode: typing.Literal['exact', 'optuna'] = 'exact') -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
     def bracket_of(self, trial_id: typing.SupportsInt | typing.SupportsIndex) -> int:
         ...
     @property
@@ -478,20 +622,42 @@ class HyperbandPruner(Pruner):
 class MedianStop(Pruner):
     """
     Median stopping rule (Golovin et al., Vizier, KDD 2017) with Katib's settings: prune when the best value so far is worse than the median of completed trials' running averages at the same step, after start_step reports and with at least min_trials_required completed trials. rule='katib' reproduces Katib's medianstop service (mean of first-start_step averages, checked once).
+    
+    Settings (keyword arguments):
+    min_trials_required: int = 3. Completed trials needed before any pruning.
+    start_step: int = 4. Reports a trial makes before it can be pruned.
+    rule: str = "median". median: Vizier's rule; katib: what Katib's medianstop service does. One of median, katib.
     """
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
     @staticmethod
     def from_katib(settings: typing.Any | None = None) -> MedianStop:
         """
         Build from Katib earlyStopping algorithmSettings.
         """
-    def __init__(self, *, min_trials_required: typing.SupportsInt | typing.SupportsIndex = 3, start_step: typing.SupportsInt | typing.SupportsIndex = 4, rule: str = 'median') -> None:
-        ...
+    def __init__(self, *, min_trials_required: int = 3, start_step: int = 4, rule: typing.Literal['median', 'katib'] = 'median') -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
 class PercentilePruner(Pruner):
     """
     Percentile pruning (Optuna's PercentilePruner semantics): prune when the best value so far is worse than the given percentile of completed trials' values at the same step.
+    
+    Settings (keyword arguments):
+    percentile: float = 25.0. Percentile of completed trials' values a trial must beat (50 = median).
+    n_startup_trials: int = 5. Completed trials before pruning starts.
+    n_warmup_steps: int = 0. Steps before a trial can be pruned.
+    interval_steps: int = 1. Check every this many steps.
+    n_min_trials: int = 1. Values needed at the step.
     """
-    def __init__(self, percentile: typing.SupportsFloat | typing.SupportsIndex = 25.0, *, n_startup_trials: typing.SupportsInt | typing.SupportsIndex = 5, n_warmup_steps: typing.SupportsInt | typing.SupportsIndex = 0, interval_steps: typing.SupportsInt | typing.SupportsIndex = 1, n_min_trials: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
-        ...
+    @staticmethod
+    def _settings_schema() -> typing.Any:
+        """
+        The settings table (for stubs and docs).
+        """
+    def __init__(self, percentile: float = 25.0, *, n_startup_trials: int = 5, n_warmup_steps: int = 0, interval_steps: int = 1, n_min_trials: int = 1) -> None:
+        """Settings as listed in the class docstring (from the C++ settings table)."""
 def _tpe_models(tpe: TPE, study: Study) -> list[dict[str, typing.Any]]: ...
 def built_with_cuda() -> bool:
     """

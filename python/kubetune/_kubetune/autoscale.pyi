@@ -1015,15 +1015,17 @@ class KpaFleet:
         ...
     def __len__(self) -> int:
         ...
-    def decide(self, now: typing.SupportsFloat | typing.SupportsIndex, ready_pods: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], observed_stable: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], observed_panic: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> dict:
-        ...
+    def decide(self, now: typing.SupportsFloat | typing.SupportsIndex, ready_pods: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], observed_stable: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], observed_panic: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n_threads: typing.SupportsInt | typing.SupportsIndex | None = None, *, threads: typing.SupportsInt | typing.SupportsIndex | None = None) -> dict:
+        """
+        One decide of every decider; n_threads (default 1) <= 0: all hardware threads (threads=: deprecated alias)
+        """
     def restore(self, state: typing.Any) -> None:
         """
         Replaces every decider's state with snapshot()'s list (or its JSON); all or nothing
         """
     def snapshot(self) -> list:
         """
-        The deciders' states, one dict each, to persist across restarts
+        The deciders' states, one dict each in fleet order, to persist across restarts
         """
 class Stat:
     """
@@ -1594,9 +1596,17 @@ class HpaFleet:
         ...
     def __len__(self) -> int:
         ...
-    def reconcile(self, now: typing.SupportsFloat | typing.SupportsIndex, current_replicas: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], proposals: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> dict:
+    def reconcile(self, now: typing.SupportsFloat | typing.SupportsIndex, current_replicas: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], proposals: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], n_threads: typing.SupportsInt | typing.SupportsIndex | None = None, *, threads: typing.SupportsInt | typing.SupportsIndex | None = None) -> dict:
         """
-        One reconcile of every HPA; proposals[i] < 0 marks HPA i's metric as failed
+        One reconcile of every HPA; proposals[i] < 0 marks HPA i's metric as failed; n_threads (default 1) <= 0: all hardware threads (threads=: deprecated alias)
+        """
+    def restore(self, state: typing.Any) -> None:
+        """
+        Replaces every HPA's state with snapshot()'s list (or its JSON); all or nothing
+        """
+    def snapshot(self) -> list:
+        """
+        The HPAs' states, one dict each in fleet order, to persist across restarts
         """
 class LatencySlo:
     """

@@ -7,7 +7,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DartsEngine', 'Genotype', 'canonical_op', 'darts_ops', 'derive_genotype', 'katib_op_name', 'num_threads', 'pool_reset_peak', 'pool_stats', 'set_num_threads']
+__all__: list[str] = ['DartsEngine', 'Genotype', 'canonical_op', 'darts_ops', 'derive_genotype', 'fashion_mnist_available', 'fashion_mnist_dir', 'gzip_supported', 'katib_darts_num_layers', 'katib_darts_operation_types', 'katib_darts_search_space', 'katib_op_name', 'katib_operations_to_ops', 'katib_trial_ops', 'load_fashion_mnist', 'n_threads', 'pool_reset_peak', 'pool_stats', 'read_idx', 'set_n_threads', 'standardize']
 class Genotype:
     """
     Discrete cell architecture derived from the alphas (DARTS' format)
@@ -72,6 +72,11 @@ class DartsEngine:
     def alphas(self, arg1: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> None:
         ...
     @property
+    def n_threads(self) -> int:
+        """
+        CPU threads of this engine's ops (0: the calling thread's setting)
+        """
+    @property
     def num_edges(self) -> int:
         ...
     @property
@@ -79,6 +84,9 @@ class DartsEngine:
         ...
     @property
     def ops(self) -> list[str]:
+        ...
+    @property
+    def seed(self) -> int:
         ...
 def canonical_op(name: str) -> str:
     """
@@ -92,19 +100,65 @@ def derive_genotype(normal: typing.Annotated[numpy.typing.ArrayLike, numpy.float
     """
     Genotype from [edges, ops] weight arrays: per node the k strongest edges by their strongest non-'none' op
     """
+def fashion_mnist_available(directory: str = '', train: bool = True) -> bool:
+    """
+    True when both files of the split exist (plain or .gz)
+    """
+def fashion_mnist_dir(directory: str = '') -> str:
+    """
+    The Fashion-MNIST directory: `directory`, else $KUBETUNE_SHARED_DATA/fashion-mnist, else Debian's
+    """
+def gzip_supported() -> bool:
+    """
+    True when this build reads gzip-compressed files (zlib)
+    """
+def katib_darts_num_layers(num_layers: typing.SupportsInt | typing.SupportsIndex) -> int:
+    """
+    graphConfig.numLayers, checked (ValueError when < 1)
+    """
+def katib_darts_operation_types() -> list[str]:
+    """
+    nasConfig.operations[].operationType values a DARTS trial builds, in Katib's order
+    """
+def katib_darts_search_space(operations: collections.abc.Sequence[tuple[str, collections.abc.Sequence[tuple[str, collections.abc.Sequence[str]]]]], present: bool = True) -> list[str]:
+    """
+    Op names of nasConfig.operations ([(operation_type, [(parameter, [values])])]) in Katib's order; ValueError naming the field
+    """
 def katib_op_name(name: str) -> str:
     """
     Katib name of an op given its DARTS or Katib name
     """
-def num_threads() -> int:
-    ...
+def katib_operations_to_ops(operations: collections.abc.Sequence[tuple[str, collections.abc.Sequence[tuple[str, collections.abc.Sequence[str]]]]]) -> list[str]:
+    """
+    Op names from operations in the dict form, 'none' first unless listed
+    """
+def katib_trial_ops(names: collections.abc.Sequence[str], what: str) -> list[str]:
+    """
+    A DARTS trial's ops from Katib's search-space names, 'none' appended unless listed; [] = DARTS' ops
+    """
+def load_fashion_mnist(directory: str = '', train: bool = True, limit: typing.SupportsInt | typing.SupportsIndex = 0, standardize: bool = True) -> tuple:
+    """
+    Fashion-MNIST as (X [n, 1, 28, 28] float32, y int32); FileNotFoundError when absent
+    """
+def n_threads() -> int:
+    """
+    The calling thread's resolved op thread count
+    """
 def pool_reset_peak(device: str = 'cpu') -> None:
     ...
 def pool_stats(device: str = 'cpu') -> dict:
     """
     Byte counters of the device's caching memory pool
     """
-def set_num_threads(n: typing.SupportsInt | typing.SupportsIndex) -> None:
+def read_idx(path: str) -> numpy.typing.NDArray[numpy.uint8]:
     """
-    CPU threads of the nas ops (<= 0: all)
+    An unsigned-byte IDX file (plain or gzip-compressed) as a uint8 array of its dims
+    """
+def set_n_threads(n: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    CPU threads of the nas ops called on this thread (<= 0: all); per thread, not process-wide
+    """
+def standardize(X: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> numpy.typing.NDArray[numpy.float32]:
+    """
+    Per-channel standardisation (zero mean, unit variance) of images [n, c, h, w]; a copy
     """

@@ -218,7 +218,7 @@ class ExtenderHttpServer:
     """
     kube-scheduler's extender protocol over HTTP/1.1 (Boost.Beast, kept-alive connections, TCP_NODELAY): POST <prefix>/{filter,prioritize,bind,preempt,release}, GET /healthz, /readyz, /metrics. Serves on its own threads; the GIL is free while it runs.
     """
-    def __init__(self, extender: Extender, host: str = '127.0.0.1', port: typing.SupportsInt | typing.SupportsIndex = 0, threads: typing.SupportsInt | typing.SupportsIndex = 2, prefix: str = '/gpushare-scheduler', max_body_bytes: typing.SupportsInt | typing.SupportsIndex = 67108864, max_header_bytes: typing.SupportsInt | typing.SupportsIndex = 16384, read_timeout_s: typing.SupportsFloat | typing.SupportsIndex = 10.0, idle_timeout_s: typing.SupportsFloat | typing.SupportsIndex = 90.0, max_connections: typing.SupportsInt | typing.SupportsIndex = 1024) -> None:
+    def __init__(self, extender: Extender, host: str = '127.0.0.1', port: typing.SupportsInt | typing.SupportsIndex = 0, n_threads: typing.SupportsInt | typing.SupportsIndex = 2, prefix: str = '/gpushare-scheduler', max_body_bytes: typing.SupportsInt | typing.SupportsIndex = 67108864, max_header_bytes: typing.SupportsInt | typing.SupportsIndex = 16384, read_timeout_s: typing.SupportsFloat | typing.SupportsIndex = 10.0, idle_timeout_s: typing.SupportsFloat | typing.SupportsIndex = 90.0, max_connections: typing.SupportsInt | typing.SupportsIndex = 1024) -> None:
         ...
     def metrics_text(self) -> str:
         ...
