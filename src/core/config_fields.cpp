@@ -161,6 +161,28 @@ void read_value(const Field& f, const json& v, void* obj, const std::string& lab
       else o = read_uint(v, label);
       return;
     }
+    case Kind::OptInt: {
+      auto& o = *static_cast<std::optional<int>*>(m);
+      if (v.is_null()) {
+        o.reset();
+        return;
+      }
+      const auto i = read_int(v, label, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+      check_value(f, static_cast<double>(i), label, std::to_string(i));
+      o = static_cast<int>(i);
+      return;
+    }
+    case Kind::OptDouble: {
+      auto& o = *static_cast<std::optional<double>*>(m);
+      if (v.is_null()) {
+        o.reset();
+        return;
+      }
+      const double d = parse_number(v, label);
+      check_value(f, d, label, json_summary(v));
+      o = d;
+      return;
+    }
     case Kind::Double: {
       const double d = parse_number(v, label);
       check_value(f, d, label, json_summary(v));
@@ -216,6 +238,14 @@ json value_json(const Field& f, const void* obj) {
       const auto& o = *static_cast<const std::optional<std::uint64_t>*>(m);
       return o ? json(*o) : json(nullptr);
     }
+    case Kind::OptInt: {
+      const auto& o = *static_cast<const std::optional<int>*>(m);
+      return o ? json(*o) : json(nullptr);
+    }
+    case Kind::OptDouble: {
+      const auto& o = *static_cast<const std::optional<double>*>(m);
+      return o ? json(*o) : json(nullptr);
+    }
     case Kind::Double: return *static_cast<const double*>(m);
     case Kind::String: return *static_cast<const std::string*>(m);
     case Kind::Choice: {
@@ -247,7 +277,9 @@ const char* type_name(const Field& f) {
     case Kind::Int64:
     case Kind::UInt64:
     case Kind::Ignored: return "int";
-    case Kind::OptUInt64: return "int | None";
+    case Kind::OptUInt64:
+    case Kind::OptInt: return "int | None";
+    case Kind::OptDouble: return "float | None";
     case Kind::Double: return "float";
     case Kind::String:
     case Kind::Choice: return "str";
@@ -331,8 +363,14 @@ json FieldTable::write(const void* obj) const {
 
 void FieldTable::check(const void* obj) const {
   for (const Field& f : fields_) {
-    if (!is_numeric(f.kind) || (!f.has_lo && !f.has_hi)) continue;
+    if (!f.has_lo && !f.has_hi) continue;
     const void* m = member(f, obj);
+    if (f.kind == Kind::OptInt || f.kind == Kind::OptDouble) {  // an unset optional has no range to meet
+      const json v = value_json(f, obj);
+      if (!v.is_null()) check_value(f, v.get<double>(), what_ + ": setting '" + f.name + "'", v.dump());
+      continue;
+    }
+    if (!is_numeric(f.kind)) continue;
     const double d = numeric(f, m);
     std::string shown = f.kind == Kind::Double ? show(d) : value_json(f, obj).dump();
     check_value(f, d, what_ + ": setting '" + f.name + "'", shown);

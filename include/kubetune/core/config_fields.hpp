@@ -23,6 +23,8 @@ enum class Kind {
   Int64,      ///< std::int64_t
   UInt64,     ///< std::uint64_t / std::size_t
   OptUInt64,  ///< std::optional<std::uint64_t>; JSON null = unset
+  OptInt,     ///< std::optional<int>; JSON null = unset
+  OptDouble,  ///< std::optional<double>; JSON null = unset
   Double,
   String,
   Choice,     ///< an enum (or bool) written as one of `choices`
@@ -123,6 +125,8 @@ constexpr Kind kind_of() {
                      std::is_same_v<V, unsigned long>)
     return Kind::UInt64;
   else if constexpr (std::is_same_v<V, std::optional<std::uint64_t>>) return Kind::OptUInt64;
+  else if constexpr (std::is_same_v<V, std::optional<int>>) return Kind::OptInt;
+  else if constexpr (std::is_same_v<V, std::optional<double>>) return Kind::OptDouble;
   else if constexpr (std::is_same_v<V, double>) return Kind::Double;
   else if constexpr (std::is_same_v<V, std::string>) return Kind::String;
   else if constexpr (std::is_same_v<V, std::map<std::string, std::uint64_t>>) return Kind::CountMap;
@@ -208,6 +212,11 @@ class Fields : public FieldTable {
   /// Another alias of an already declared (e.g. nested) field.
   Fields& alias_of(const char* name, const char* a) {
     named(name).aliases.emplace_back(a);
+    return *this;
+  }
+  /// Another deprecated name of an already declared field.
+  Fields& deprecated_of(const char* name, const char* a) {
+    named(name).deprecated.emplace_back(a);
     return *this;
   }
   Fields& at_least(double lo) { return bound(true, lo, false); }

@@ -11,6 +11,8 @@
 #include "kubetune/core/parallel.hpp"
 #include "kubetune/sched/autoscale/units.hpp"
 
+#include "config_table.hpp"
+
 namespace kubetune::sched::autoscale {
 
 using nlohmann::json;
@@ -400,30 +402,26 @@ void HpaControllerConfig::validate() const {
   KT_CHECK(sync_period_s > 0, InvalidArgument, "sync_period_s = ", sync_period_s, " must be > 0");
 }
 
-std::string HpaControllerConfig::to_json() const {
-  return json{{"downscale_stabilization_window_s", downscale_stabilization_window_s},
-              {"tolerance", tolerance},
-              {"sync_period_s", sync_period_s}}
-      .dump();
+namespace {
+// The JSON form of HpaControllerConfig (kube-controller-manager's flags), declared once.
+const settings::Fields<HpaControllerConfig>& controller_config_table() {
+  static const settings::Fields<HpaControllerConfig> t = [] {
+    using C = HpaControllerConfig;
+    settings::Fields<C> f("HpaControllerConfig JSON");
+    f.field<&C::downscale_stabilization_window_s>("downscale_stabilization_window_s",
+                                                  "--horizontal-pod-autoscaler-downscale-stabilization, seconds")
+        .field<&C::tolerance>("tolerance", "--horizontal-pod-autoscaler-tolerance, a fraction")
+        .field<&C::sync_period_s>("sync_period_s", "--horizontal-pod-autoscaler-sync-period, seconds");
+    return config_table::with_renamed(f, "HpaControllerConfig");
+  }();
+  return t;
 }
+}  // namespace
+
+std::string HpaControllerConfig::to_json() const { return controller_config_table().to_json(*this).dump(); }
 
 HpaControllerConfig HpaControllerConfig::from_json(const std::string& text) {
-  HpaControllerConfig c;
-  try {
-    json j = json::parse(text);
-    KT_CHECK(j.is_object(), InvalidArgument, "HpaControllerConfig JSON must be an object");
-    rename_deprecated_keys("HpaControllerConfig", j);
-    for (auto it = j.begin(); it != j.end(); ++it)
-      KT_CHECK(it.key() == "downscale_stabilization_window_s" || it.key() == "tolerance" ||
-                   it.key() == "sync_period_s",
-               InvalidArgument, "HpaControllerConfig JSON: unknown key '", it.key(), "'");
-    if (j.contains("downscale_stabilization_window_s"))
-      j.at("downscale_stabilization_window_s").get_to(c.downscale_stabilization_window_s);
-    if (j.contains("tolerance")) j.at("tolerance").get_to(c.tolerance);
-    if (j.contains("sync_period_s")) j.at("sync_period_s").get_to(c.sync_period_s);
-  } catch (const json::exception& e) {
-    KT_THROW(InvalidArgument, "HpaControllerConfig JSON: ", e.what());
-  }
+  HpaControllerConfig c = config_table::read(controller_config_table(), "HpaControllerConfig", text);
   c.validate();
   return c;
 }

@@ -7,9 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "kubetune/core/error.hpp"
-#include "kubetune/core/json_limits.hpp"
 #include "kubetune/core/parallel.hpp"
 #include "kubetune/sched/autoscale/units.hpp"
+
+#include "config_table.hpp"
 
 namespace kubetune::sched::autoscale {
 
@@ -77,35 +78,79 @@ std::int32_t parse_int(const std::string& key, const std::string& s) {
   return static_cast<std::int32_t>(v);
 }
 
-const char* metric_name(ScalingMetric m) { return m == ScalingMetric::kRps ? "rps" : "concurrency"; }
 ScalingMetric metric_from(const std::string& s) {
   if (s == "rps") return ScalingMetric::kRps;
   if (s == "concurrency") return ScalingMetric::kConcurrency;
   KT_THROW(InvalidArgument, "metric = '", s, "' must be 'concurrency' or 'rps'");
 }
-const char* agg_name(Aggregation a) { return a == Aggregation::kWeightedExponential ? "weightedExponential" : "linear"; }
 Aggregation agg_from(const std::string& s) {
   if (s == "linear") return Aggregation::kLinear;
   if (s == "weightedExponential" || s == "weighted_exponential") return Aggregation::kWeightedExponential;
   KT_THROW(InvalidArgument, "aggregation = '", s, "' must be 'linear' or 'weightedExponential'");
 }
 
-template <class T>
-void opt_to_json(json& j, const char* k, const std::optional<T>& v) {
-  if (v) j[k] = *v; else j[k] = nullptr;
+// The snake_case JSON form of KpaConfig, declared once: to_json and from_json come from it. Ranges stay in
+// validate() (upstream's rules and messages); the table only reads and writes.
+const settings::Fields<KpaConfig>& kpa_config_table() {
+  static const settings::Fields<KpaConfig> t = [] {
+    using C = KpaConfig;
+    settings::Fields<C> f("KpaConfig JSON");
+    f.field<&C::enable_scale_to_zero>("enable_scale_to_zero", "enable-scale-to-zero")
+        .field<&C::container_concurrency_target_fraction>("container_concurrency_target_fraction",
+                                                         "container-concurrency-target-percentage, as a fraction")
+        .field<&C::container_concurrency_target_default>("container_concurrency_target_default",
+                                                        "container-concurrency-target-default")
+        .field<&C::target_utilization>("target_utilization", "target-utilization-percentage as a fraction (RPS)")
+        .field<&C::rps_target_default>("rps_target_default", "requests-per-second-target-default")
+        .field<&C::target_burst_capacity>("target_burst_capacity", "target-burst-capacity; -1 = unlimited")
+        .field<&C::max_scale_up_rate>("max_scale_up_rate", "max-scale-up-rate")
+        .field<&C::max_scale_down_rate>("max_scale_down_rate", "max-scale-down-rate")
+        .field<&C::stable_window_s>("stable_window_s", "stable-window, seconds")
+        .field<&C::panic_window_percent>("panic_window_percent", "panic-window-percentage")
+        .field<&C::panic_threshold_percent>("panic_threshold_percent", "panic-threshold-percentage")
+        .field<&C::activator_capacity>("activator_capacity", "activator-capacity")
+        .field<&C::scale_to_zero_grace_period_s>("scale_to_zero_grace_period_s", "scale-to-zero-grace-period, seconds")
+        .field<&C::scale_to_zero_pod_retention_period_s>("scale_to_zero_pod_retention_period_s",
+                                                        "scale-to-zero-pod-retention-period, seconds")
+        .field<&C::scale_down_delay_s>("scale_down_delay_s", "scale-down-delay, seconds")
+        .field<&C::initial_scale>("initial_scale", "initial-scale")
+        .field<&C::allow_zero_initial_scale>("allow_zero_initial_scale", "allow-zero-initial-scale")
+        .field<&C::min_scale>("min_scale", "min-scale")
+        .field<&C::max_scale>("max_scale", "max-scale; 0 = unbounded")
+        .field<&C::max_scale_limit>("max_scale_limit", "max-scale-limit")
+        .field<&C::activation_timeout_s>("activation_timeout_s", "activator's wait for a pod, seconds");
+    return config_table::with_renamed(f, "KpaConfig");
+  }();
+  return t;
 }
-// Integers through checked_int (a min_scale of 1e24 or 2.5 is refused, not converted with undefined
-// behaviour or truncated); other types as nlohmann converts them.
-template <class T>
-void opt_from_json(const json& j, const char* k, std::optional<T>& v) {
-  if (!j.contains(k)) return;
-  if (j.at(k).is_null()) {
-    v.reset();
-  } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    v = checked_int<T>(j.at(k), k);
-  } else {
-    v = j.at(k).get<T>();
-  }
+
+// The JSON form of KpaRevision (the revision's annotations); null = annotation not set.
+const settings::Fields<KpaRevision>& kpa_revision_table() {
+  static const settings::Fields<KpaRevision> t = [] {
+    using R = KpaRevision;
+    settings::Fields<R> f("KpaRevision JSON");
+    f.choice<&R::metric, &metric_from>("metric", {"concurrency", "rps"}, "autoscaling.knative.dev/metric")
+        .choice<&R::aggregation, &agg_from>("aggregation", {"linear", "weightedExponential"},
+                                            "metric-aggregation-algorithm")
+        .field<&R::container_concurrency>("container_concurrency", "containerConcurrency; 0 = unlimited")
+        .field<&R::target>("target", "autoscaling.knative.dev/target")
+        .field<&R::target_utilization_percent>("target_utilization_percent", "target-utilization-percentage")
+        .field<&R::target_burst_capacity>("target_burst_capacity", "target-burst-capacity")
+        .field<&R::window_s>("window_s", "stable window, seconds (autoscaling.knative.dev/window)")
+        .field<&R::panic_window_percent>("panic_window_percent", "panic-window-percentage")
+        .field<&R::panic_threshold_percent>("panic_threshold_percent", "panic-threshold-percentage")
+        .field<&R::scale_down_delay_s>("scale_down_delay_s", "scale-down-delay, seconds")
+        .field<&R::scale_to_zero_pod_retention_period_s>("scale_to_zero_pod_retention_period_s",
+                                                        "scale-to-zero-pod-retention-period, seconds")
+        .field<&R::initial_scale>("initial_scale", "initial-scale")
+        .field<&R::min_scale>("min_scale", "min-scale")
+        .field<&R::max_scale>("max_scale", "max-scale")
+        .field<&R::activation_scale>("activation_scale", "activation-scale")
+        .field<&R::reachable>("reachable", "whether the revision is routable")
+        .field<&R::progress_deadline_s>("progress_deadline_s", "serving.knative.dev/progress-deadline, seconds");
+    return config_table::with_renamed(f, "KpaRevision");
+  }();
+  return t;
 }
 
 }  // namespace
@@ -162,57 +207,10 @@ void KpaConfig::validate() const {
   KT_CHECK(activation_timeout_s > 0, InvalidArgument, "activation_timeout_s = ", activation_timeout_s, " must be > 0");
 }
 
-std::string KpaConfig::to_json() const {
-  json j{{"enable_scale_to_zero", enable_scale_to_zero},
-         {"container_concurrency_target_fraction", container_concurrency_target_fraction},
-         {"container_concurrency_target_default", container_concurrency_target_default},
-         {"target_utilization", target_utilization},
-         {"rps_target_default", rps_target_default},
-         {"target_burst_capacity", target_burst_capacity},
-         {"max_scale_up_rate", max_scale_up_rate},
-         {"max_scale_down_rate", max_scale_down_rate},
-         {"stable_window_s", stable_window_s},
-         {"panic_window_percent", panic_window_percent},
-         {"panic_threshold_percent", panic_threshold_percent},
-         {"activator_capacity", activator_capacity},
-         {"scale_to_zero_grace_period_s", scale_to_zero_grace_period_s},
-         {"scale_to_zero_pod_retention_period_s", scale_to_zero_pod_retention_period_s},
-         {"scale_down_delay_s", scale_down_delay_s},
-         {"initial_scale", initial_scale},
-         {"allow_zero_initial_scale", allow_zero_initial_scale},
-         {"min_scale", min_scale},
-         {"max_scale", max_scale},
-         {"max_scale_limit", max_scale_limit},
-         {"activation_timeout_s", activation_timeout_s}};
-  return j.dump();
-}
+std::string KpaConfig::to_json() const { return kpa_config_table().to_json(*this).dump(); }
 
 KpaConfig KpaConfig::from_json(const std::string& text) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const std::exception& e) {
-    KT_THROW(InvalidArgument, "KpaConfig JSON: ", e.what());
-  }
-  KT_CHECK(j.is_object(), InvalidArgument, "KpaConfig JSON must be an object");
-  rename_deprecated_keys("KpaConfig", j);
-  KpaConfig c;
-  const json defaults = json::parse(c.to_json());
-  for (auto it = j.begin(); it != j.end(); ++it)
-    KT_CHECK(defaults.contains(it.key()), InvalidArgument, "KpaConfig JSON: unknown key '", it.key(), "'");
-  try {
-#define KT_GET(name) if (j.contains(#name)) j.at(#name).get_to(c.name)
-    KT_GET(enable_scale_to_zero); KT_GET(container_concurrency_target_fraction);
-    KT_GET(container_concurrency_target_default); KT_GET(target_utilization); KT_GET(rps_target_default);
-    KT_GET(target_burst_capacity); KT_GET(max_scale_up_rate); KT_GET(max_scale_down_rate); KT_GET(stable_window_s);
-    KT_GET(panic_window_percent); KT_GET(panic_threshold_percent); KT_GET(activator_capacity);
-    KT_GET(scale_to_zero_grace_period_s); KT_GET(scale_to_zero_pod_retention_period_s); KT_GET(scale_down_delay_s);
-    KT_GET(initial_scale); KT_GET(allow_zero_initial_scale); KT_GET(min_scale); KT_GET(max_scale);
-    KT_GET(max_scale_limit); KT_GET(activation_timeout_s);
-#undef KT_GET
-  } catch (const json::exception& e) {
-    KT_THROW(InvalidArgument, "KpaConfig JSON: ", e.what());
-  }
+  KpaConfig c = config_table::read(kpa_config_table(), "KpaConfig", text);
   c.validate();
   return c;
 }
@@ -289,59 +287,10 @@ void KpaRevision::validate() const {
              "progress_deadline_s = ", *progress_deadline_s, "s must be a positive duration");
 }
 
-std::string KpaRevision::to_json() const {
-  json j{{"metric", metric_name(metric)}, {"aggregation", agg_name(aggregation)},
-         {"container_concurrency", container_concurrency}, {"activation_scale", activation_scale},
-         {"reachable", reachable}};
-  opt_to_json(j, "target", target);
-  opt_to_json(j, "target_utilization_percent", target_utilization_percent);
-  opt_to_json(j, "target_burst_capacity", target_burst_capacity);
-  opt_to_json(j, "window_s", window_s);
-  opt_to_json(j, "panic_window_percent", panic_window_percent);
-  opt_to_json(j, "panic_threshold_percent", panic_threshold_percent);
-  opt_to_json(j, "scale_down_delay_s", scale_down_delay_s);
-  opt_to_json(j, "scale_to_zero_pod_retention_period_s", scale_to_zero_pod_retention_period_s);
-  opt_to_json(j, "initial_scale", initial_scale);
-  opt_to_json(j, "min_scale", min_scale);
-  opt_to_json(j, "max_scale", max_scale);
-  opt_to_json(j, "progress_deadline_s", progress_deadline_s);
-  return j.dump();
-}
+std::string KpaRevision::to_json() const { return kpa_revision_table().to_json(*this).dump(); }
 
 KpaRevision KpaRevision::from_json(const std::string& text) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const std::exception& e) {
-    KT_THROW(InvalidArgument, "KpaRevision JSON: ", e.what());
-  }
-  KT_CHECK(j.is_object(), InvalidArgument, "KpaRevision JSON must be an object");
-  rename_deprecated_keys("KpaRevision", j);
-  KpaRevision r;
-  const json defaults = json::parse(r.to_json());
-  for (auto it = j.begin(); it != j.end(); ++it)
-    KT_CHECK(defaults.contains(it.key()), InvalidArgument, "KpaRevision JSON: unknown key '", it.key(), "'");
-  try {
-    if (j.contains("metric")) r.metric = metric_from(j.at("metric").get<std::string>());
-    if (j.contains("aggregation")) r.aggregation = agg_from(j.at("aggregation").get<std::string>());
-    if (j.contains("container_concurrency")) j.at("container_concurrency").get_to(r.container_concurrency);
-    if (j.contains("activation_scale")) j.at("activation_scale").get_to(r.activation_scale);
-    if (j.contains("reachable")) j.at("reachable").get_to(r.reachable);
-    opt_from_json(j, "target", r.target);
-    opt_from_json(j, "target_utilization_percent", r.target_utilization_percent);
-    opt_from_json(j, "target_burst_capacity", r.target_burst_capacity);
-    opt_from_json(j, "window_s", r.window_s);
-    opt_from_json(j, "panic_window_percent", r.panic_window_percent);
-    opt_from_json(j, "panic_threshold_percent", r.panic_threshold_percent);
-    opt_from_json(j, "scale_down_delay_s", r.scale_down_delay_s);
-    opt_from_json(j, "scale_to_zero_pod_retention_period_s", r.scale_to_zero_pod_retention_period_s);
-    opt_from_json(j, "initial_scale", r.initial_scale);
-    opt_from_json(j, "min_scale", r.min_scale);
-    opt_from_json(j, "max_scale", r.max_scale);
-    opt_from_json(j, "progress_deadline_s", r.progress_deadline_s);
-  } catch (const json::exception& e) {
-    KT_THROW(InvalidArgument, "KpaRevision JSON: ", e.what());
-  }
+  KpaRevision r = config_table::read(kpa_revision_table(), "KpaRevision", text);
   r.validate();
   return r;
 }
