@@ -108,7 +108,7 @@ class ParzenEstimator {
   void discrete_rows(const double* x, std::size_t m, DiscreteRows& out) const;
   void distinct_log_pdf(const double* x, std::size_t m, double* out, int n_threads) const;
   void points_log_pdf(const double* x, std::size_t m, const std::size_t* row_of, const DiscreteRows& dr,
-                      double* terms, double* pts, double* out) const;
+                      double* terms, double* pts, double* weights, double* out) const;
 
   std::vector<ParzenDim> dims_;
   std::size_t k_ = 0;       // kernels (observations + prior)
@@ -119,7 +119,7 @@ class ParzenEstimator {
   // Per dimension d, kernel k at d * stride_ + k. Continuous / Discrete: centre, width, and coef = 1 / (2
   // sigma^2); Categorical: centre = the observed index (-1: prior), coef = log hit - log miss of that kernel.
   std::vector<double> mu_, sigma_, coef_;
-  // Per dimension (continuous, discrete): log step - log sqrt(2 pi) - log sigma (no step: continuous), and log Z.
+  // Per dimension (continuous, discrete): - log sqrt(2 pi) - log sigma (+ log step: discrete, unused), and log Z.
   std::vector<double> edge_, lz_;
   // The previous fit's tables (fit_constants reuses the constants of kernels that did not move).
   struct Previous {
@@ -128,8 +128,8 @@ class ParzenEstimator {
     std::vector<double> mu, sigma, coef, edge, lz;
   } prev_;
   // Per kernel: log weight + every dimension's constant (continuous: -log sigma - log sqrt(2 pi) - log Z;
-  // discrete: the same + log step, which with the nearest bin edge's distance bounds the bin's log mass;
-  // categorical: the log mass of a choice the kernel did not observe).
+  // discrete: - log Z, the bin's mass multiplied in when scoring; categorical: the log mass of a choice the
+  // kernel did not observe).
   std::vector<double> base_;
   std::vector<double> half_;  // per dimension: half a step (Discrete), 0 otherwise
   std::vector<char> kind_;    // per dimension: simd.hpp's kContinuous / kDiscrete / kCategorical

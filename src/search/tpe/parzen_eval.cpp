@@ -1,6 +1,5 @@
 // ParzenEstimator::log_pdf and sampling. log_pdf adds every kernel's log term (simd.hpp) and takes the
-// log-sum-exp; a discrete dimension enters that pass through a bound of its bin mass, which a row of
-// corrections per distinct value then makes exact.
+// log-sum-exp; a discrete dimension's bin masses (one row per distinct value) weigh the terms in that sum.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -40,9 +39,37 @@ struct ParzenEstimator::DiscreteRows {
 namespace {
 // log_pdf's buffers, one set per thread, kept between calls (fresh ones of this size page-fault on every call).
 struct Scratch {
-  std::vector<double> terms, pts;
+  std::vector<double> terms, pts, weights, tails;
   std::vector<std::pair<double, std::size_t>> values;
 };
+// A weighted sum this many nats below its largest term may have lost its masses to underflow (products of
+// values near the smallest double): such a point is summed in log space instead.
+constexpr double kMassRange = 600.0;
+
+// A point's kernel weights: its one discrete dimension's row of masses, or their product (into `scratch`).
+const double* bin_weights(const std::size_t* rows, std::size_t n_discrete, const double* table, std::size_t stride,
+                          double* scratch) {
+  const double* first = table + rows[0] * stride;
+  if (n_discrete == 1) return first;
+  std::copy(first, first + stride, scratch);
+  for (std::size_t j = 1; j < n_discrete; ++j) {
+    const double* row = table + rows[j] * stride;
+    for (std::size_t k = 0; k < stride; ++k) scratch[k] *= row[k];
+  }
+  return scratch;
+}
+
+// log sum_k exp(t[k]) w[k] computed as log-sum-exp of t[k] + log w[k] (exact where the weights underflow).
+double log_space_sum(const double* t, const double* w, std::size_t n) {
+  double top = -std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < n; ++k)
+    if (w[k] > 0.0) top = std::max(top, t[k] + std::log(w[k]));
+  if (!(top > -std::numeric_limits<double>::infinity())) return top;
+  double sum = 0.0;
+  for (std::size_t k = 0; k < n; ++k)
+    if (w[k] > 0.0) sum += std::exp(t[k] + std::log(w[k]) - top);
+  return top + std::log(sum);
+}
 Scratch& scratch() {
   static thread_local Scratch s;
   return s;
@@ -53,7 +80,8 @@ Scratch& scratch() {
 // coordinate must be replaced by the choice it lies in, its floor; outside [0, n_choices) the point has no mass).
 // row_of: the points' rows in dr (m x dr.n_discrete).
 void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, const std::size_t* row_of,
-                                     const DiscreteRows& dr, double* terms, double* pts, double* out) const {
+                                     const DiscreteRows& dr, double* terms, double* pts, double* weights,
+                                     double* out) const {
   const std::size_t D = dims_.size();
   bool outside[kBlock] = {};
   if (std::find(kind_.begin(), kind_.end(), simd::kCategorical) != kind_.end()) {
@@ -70,18 +98,26 @@ void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, const std::
     }
   }
   const simd::Kernels& kern = simd::kernels();
-  kern.joint_terms({x, m, D, kind_.data(), half_.data(), mu_.data(), coef_.data(), base_.data(), stride_, terms, out});
+  kern.joint_terms({x, m, D, kind_.data(), mu_.data(), coef_.data(), base_.data(), stride_, terms, out});
   for (std::size_t r = 0; r < m; ++r) {
-    double* t = terms + r * stride_;
-    double top = out[r];
-    for (std::size_t j = 0; j < dr.n_discrete; ++j)
-      top = kern.add_max(t, dr.rows.data() + row_of[r * dr.n_discrete + j] * stride_, stride_);
-    out[r] = outside[r] ? -kInf : kern.log_sum_exp(t, stride_, top);
+    const double* t = terms + r * stride_;
+    const double top = out[r];
+    if (outside[r]) {
+      out[r] = -kInf;
+    } else if (dr.n_discrete == 0) {
+      out[r] = kern.log_sum_exp(t, stride_, top);
+    } else {
+      // The kernels' bin masses on the point's values (their product over the discrete dimensions) weigh the
+      // terms; each mass is at most 1, so top bounds every weighted term.
+      const double* w = bin_weights(row_of + r * dr.n_discrete, dr.n_discrete, dr.rows.data(), stride_, weights);
+      out[r] = kern.weighted_log_sum_exp(t, w, stride_, top);
+      if (!(out[r] > top - kMassRange)) out[r] = log_space_sum(t, w, stride_);  // tiny masses: no underflow
+    }
   }
 }
 
 // A discrete dimension's bin masses depend on the point only through its value there, and a batch of candidates
-// takes few values on a grid: one row of corrections per distinct value (simd.hpp, discrete_correction).
+// takes few values on a grid: one row of masses per distinct value (simd.hpp, bin_masses).
 void ParzenEstimator::discrete_rows(const double* x, std::size_t m, DiscreteRows& dr) const {
   const std::size_t D = dims_.size();
   dr.n_discrete = static_cast<std::size_t>(std::count(kind_.begin(), kind_.end(), simd::kDiscrete));
@@ -90,18 +126,30 @@ void ParzenEstimator::discrete_rows(const double* x, std::size_t m, DiscreteRows
   values.resize(m);
   // NaN sorts last and is never equal to the previous value (its own row, whose terms come out NaN).
   auto before = [](const auto& a, const auto& b) { return a.first < b.first || (std::isnan(b.first) && !std::isnan(a.first)); };
+  std::vector<double>& tails = scratch().tails;  // the current bin's two edges, kernel by kernel
+  tails.resize(2 * stride_);
+  double* tail_lo = tails.data();
+  double* tail_hi = tails.data() + stride_;
+  const simd::Kernels& kern = simd::kernels();
   std::size_t n_rows = 0;
   for (std::size_t d = 0, j = 0; d < D; ++d) {
     if (kind_[d] != simd::kDiscrete) continue;
+    const std::size_t at = d * stride_;
+    const double h = half_[d];
     for (std::size_t r = 0; r < m; ++r) values[r] = {x[r * D + d], r};
     std::sort(values.begin(), values.end(), before);
+    double last_hi = std::numeric_limits<double>::quiet_NaN();
     for (std::size_t i = 0; i < m; ++i) {
-      if (i == 0 || !(values[i].first == values[i - 1].first)) {
+      const double v = values[i].first;
+      if (i == 0 || !(v == values[i - 1].first)) {
+        const double lo = v - h, hi = v + h;
+        // Neighbouring grid values share an edge (equal up to the rounding of the two sums).
+        if (std::fabs(lo - last_hi) <= 1e-12 * std::max(1.0, std::fabs(lo))) std::swap(tail_lo, tail_hi);
+        else kern.edge_tails({lo, mu_.data() + at, sigma_.data() + at, stride_, tail_lo});
+        kern.edge_tails({hi, mu_.data() + at, sigma_.data() + at, stride_, tail_hi});
+        last_hi = hi;
         dr.rows.resize((n_rows + 1) * stride_);
-        const std::size_t at = d * stride_;
-        simd::kernels().discrete_correction({values[i].first, half_[d], mu_.data() + at, sigma_.data() + at,
-                                             coef_.data() + at, edge_.data() + at, stride_,
-                                             dr.rows.data() + n_rows * stride_});
+        kern.bin_masses({lo, hi, mu_.data() + at, tail_lo, tail_hi, stride_, dr.rows.data() + n_rows * stride_});
         ++n_rows;
       }
       dr.row_of[values[i].second * dr.n_discrete + j] = n_rows - 1;
@@ -147,10 +195,10 @@ void ParzenEstimator::distinct_log_pdf(const double* x, std::size_t m, double* o
   if (has_discrete_) discrete_rows(x, m, dr);
   // Blocks of points (the vectorised loop takes up to eight at a time), split over the threads.
   const std::size_t blocks = (m + kBlock - 1) / kBlock;
-  auto run = [&](std::size_t b, std::vector<double>& terms, std::vector<double>& pts) {
+  auto run = [&](std::size_t b, Scratch& s) {
     const std::size_t r0 = b * kBlock;
-    points_log_pdf(x + r0 * D, std::min(kBlock, m - r0), dr.row_of.data() + r0 * dr.n_discrete, dr, terms.data(),
-                   pts.data(), out + r0);
+    points_log_pdf(x + r0 * D, std::min(kBlock, m - r0), dr.row_of.data() + r0 * dr.n_discrete, dr, s.terms.data(),
+                   s.pts.data(), s.weights.data(), out + r0);
   };
   int nt = 1;
   (void)n_threads;
@@ -162,11 +210,12 @@ void ParzenEstimator::distinct_log_pdf(const double* x, std::size_t m, double* o
     Scratch& s = scratch();
     s.terms.resize(kBlock * stride_);
     s.pts.resize(kBlock * D);
+    s.weights.resize(stride_);
     return s;
   };
   if (nt <= 1) {  // no OpenMP team for small work
     Scratch& s = buffers();
-    for (std::size_t b = 0; b < blocks; ++b) run(b, s.terms, s.pts);
+    for (std::size_t b = 0; b < blocks; ++b) run(b, s);
     return;
   }
 #ifdef _OPENMP
@@ -174,7 +223,7 @@ void ParzenEstimator::distinct_log_pdf(const double* x, std::size_t m, double* o
   {
     Scratch& s = buffers();
 #pragma omp for schedule(static)
-    for (long long b = 0; b < static_cast<long long>(blocks); ++b) run(static_cast<std::size_t>(b), s.terms, s.pts);
+    for (long long b = 0; b < static_cast<long long>(blocks); ++b) run(static_cast<std::size_t>(b), s);
   }
 #endif
 }

@@ -236,8 +236,8 @@ bool ParzenEstimator::is_stable_argsort(const double* v, std::size_t n, const st
   return !bad;
 }
 
-// coef = 1 / (2 sigma^2); base += -log sigma - log sqrt(2 pi) - log Z (+ log step for a discrete dimension:
-// the bound of its bin mass), log Z = log(Phi(b) - Phi(a)) over the support: vectorised for centres inside it
+// coef = 1 / (2 sigma^2); base += -log sigma - log sqrt(2 pi) - log Z (a discrete dimension: - log Z only, its
+// bin masses come at scoring), log Z = log(Phi(b) - Phi(a)) over the support: vectorised for centres inside it
 // (all observations are clamped there), the scalar log_normal_cdf_diff for a prior centre outside. Blocks of
 // kernels with the previous fit's centres and widths at the same indices copy its constants (the same numbers).
 void ParzenEstimator::fit_constants(std::size_t d) {
@@ -255,9 +255,11 @@ void ParzenEstimator::fit_constants(std::size_t d) {
   simd::kernels().kernel_constants({sg, mu, stride_, (s > 0.0 ? std::log(s) : 0.0) - kLogSqrt2Pi, lo, hi,
                                     coef_.data() + at, edge, lz, prev(prev_.sigma), prev(prev_.mu),
                                     prev(prev_.coef), prev(prev_.edge), prev(prev_.lz), n_prev});
+  // A discrete dimension's density is its bin mass, which log_pdf multiplies in (bin_masses): base gets 1 / Z.
+  const bool discrete = kind_[d] == simd::kDiscrete;
   for (std::size_t k = 0; k < stride_; ++k) {
     if (std::isnan(lz[k])) lz[k] = k < k_ ? log_normal_cdf_diff((lo - mu[k]) / sg[k], (hi - mu[k]) / sg[k]) : 0.0;
-    base_[k] += edge[k] - lz[k];
+    base_[k] += (discrete ? 0.0 : edge[k]) - lz[k];
   }
 }
 

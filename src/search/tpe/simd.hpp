@@ -31,15 +31,23 @@ struct ConstantArgs {
   std::size_t n_prev;  ///< 0: no previous fit
 };
 
-/// One discrete dimension's bin masses at one value x, for every kernel (n, a multiple of kPad).
-struct DiscreteArgs {
-  double x, half;       ///< the value, half a step
+/// One bin edge e of a discrete dimension against every kernel (n, a multiple of kPad).
+struct EdgeArgs {
+  double e;
   const double* mu;
   const double* sigma;
-  const double* coef;   ///< 1 / (2 sigma^2)
-  const double* edge;   ///< ConstantArgs::edge
   std::size_t n;
-  double* out;          ///< per kernel: log bin mass - the bound joint_terms used for it
+  double* out;  ///< per kernel: the normal tail beyond e away from the centre, Phi(-|e - mu| / sigma)
+};
+
+/// A bin [lo, hi] of a discrete dimension: every kernel's mass on it from the two edges' tails (EdgeArgs).
+struct BinArgs {
+  double lo, hi;
+  const double* mu;
+  const double* tail_lo;
+  const double* tail_hi;
+  std::size_t n;
+  double* out;  ///< per kernel: Phi(hi) - Phi(lo), as a difference of the smaller tails (no cancellation)
 };
 
 /// Kind of a dimension in JointArgs::kind.
@@ -53,8 +61,7 @@ struct JointArgs {
   const double* x;          ///< the points, row-major (n_points x n_dims)
   std::size_t n_points;
   std::size_t n_dims;
-  const char* kind;         ///< per dimension: kContinuous, kDiscrete or kCategorical
-  const double* half;       ///< per dimension: half a step (Discrete), 0 otherwise
+  const char* kind;         ///< per dimension: kContinuous, kDiscrete (left out: see bin_masses) or kCategorical
   const double* mu;         ///< centres (categorical: observed index)
   const double* coef;       ///< 1 / (2 sigma^2) (categorical: log hit - log miss)
   const double* base;       ///< per kernel
@@ -65,21 +72,21 @@ struct JointArgs {
 
 struct Kernels {
   const char* name;  ///< instruction set, e.g. "avx512bw"
-  /// out[k] = base[k] + sum over dimensions of: continuous -coef (x - mu)^2, discrete
-  /// -coef max(|x - mu| - half, 0)^2, categorical coef where x == mu; each point's largest term in top.
+  /// out[k] = base[k] + sum over dimensions of: continuous -coef (x - mu)^2, categorical coef where x == mu
+  /// (discrete dimensions add nothing here: their bin masses multiply the terms, weighted_log_sum_exp); each
+  /// point's largest term in top.
   void (*joint_terms)(const JointArgs&);
   /// log of sum_k exp(t[k]) over n terms (n a multiple of kPad) whose largest is m, leaving out blocks of
   /// terms all more than kCut below m; -inf when every term is -inf.
   double (*log_sum_exp)(const double* t, std::size_t n, double m);
+  /// log of sum_k exp(t[k]) w[k] (0 <= w <= 1, no block left out), given m >= every t[k]: m + log(sum).
+  double (*weighted_log_sum_exp)(const double* t, const double* w, std::size_t n, double m);
   /// out[k] = log(in[k]) for n values (a multiple of kPad).
   void (*logs)(const double* in, double* out, std::size_t n);
   void (*kernel_constants)(const ConstantArgs&);
-  /// A discrete dimension enters joint_terms through a bound of its bin mass, log(step * density at the bin's
-  /// nearest edge); discrete_correction gives, per kernel, what turns that bound into the bin's log mass
-  /// log(Phi(b) - Phi(a)) (the - log Z part is in base already).
-  void (*discrete_correction)(const DiscreteArgs&);
-  /// t[k] += c[k] for n terms (a multiple of kPad); returns the largest t[k].
-  double (*add_max)(double* t, const double* c, std::size_t n);
+  /// A discrete dimension's kernels at one bin edge, then on one bin (neighbouring bins share their edge).
+  void (*edge_tails)(const EdgeArgs&);
+  void (*bin_masses)(const BinArgs&);
 };
 
 /// The widest instruction set this CPU runs.

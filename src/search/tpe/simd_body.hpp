@@ -40,6 +40,7 @@ void joint_terms_of(const JointArgs& a, std::size_t first) {
     KT_UNROLL
     for (std::size_t p = 0; p < P; ++p) acc[p] = base;
     for (std::size_t d = 0; d < a.n_dims; ++d) {
+      if (a.kind[d] == kDiscrete) continue;  // its bin masses weigh the terms afterwards
       const B mu = B::load_unaligned(a.mu + d * a.stride + k);
       const B coef = B::load_unaligned(a.coef + d * a.stride + k);
       const double* x = a.x + first * a.n_dims + d;
@@ -48,13 +49,6 @@ void joint_terms_of(const JointArgs& a, std::size_t first) {
         for (std::size_t p = 0; p < P; ++p) {
           const B diff = B(x[p * a.n_dims]) - mu;
           acc[p] = xsimd::fnma(diff * diff, coef, acc[p]);
-        }
-      } else if (a.kind[d] == kDiscrete) {
-        const B half(a.half[d]);
-        KT_UNROLL
-        for (std::size_t p = 0; p < P; ++p) {
-          const B dist = xsimd::max(xsimd::abs(B(x[p * a.n_dims]) - mu) - half, zero);
-          acc[p] = xsimd::fnma(dist * dist, coef, acc[p]);
         }
       } else {
         KT_UNROLL
@@ -132,40 +126,44 @@ void kernel_constants(const ConstantArgs& a) {
 }
 
 template <class Arch>
-void discrete_correction(const DiscreteArgs& a) {
+double weighted_log_sum_exp(const double* t, const double* w, std::size_t n, double m) {
+  using B = xsimd::batch<double, Arch>;
+  if (!(m > -std::numeric_limits<double>::infinity())) return m;  // no kernel (or NaN)
+  const B shift(m), lowest(-708.0);  // (the clamp as in log_sum_exp)
+  B sum(0.0);
+  for (std::size_t k = 0; k < n; k += B::size)
+    sum = xsimd::fma(xsimd::exp(xsimd::max(B::load_unaligned(t + k) - shift, lowest)), B::load_unaligned(w + k), sum);
+  return m + std::log(xsimd::hadd(sum));
+}
+
+template <class Arch>
+void edge_tails(const EdgeArgs& a) {
   using B = xsimd::batch<double, Arch>;
   constexpr double kSqrt1_2 = 0.70710678118654752440;
-  const B x(a.x), h(a.half), zero(0.0), rs2(kSqrt1_2);
+  const B e(a.e), scale(kSqrt1_2), half(0.5);
   for (std::size_t k = 0; k < a.n; k += B::size) {
-    const B mu = B::load_unaligned(a.mu + k), sig = B::load_unaligned(a.sigma + k);
-    const B inv = B(1.0) / sig;
-    const B lo = (x - h - mu) * inv, hi = (x + h - mu) * inv;
-    // Phi(hi) - Phi(lo), mirrored when both lie above 0 so the two CDFs stay away from 1 (no cancellation).
-    const auto flip = lo > zero;
-    const B a2 = xsimd::select(flip, -hi, lo), b2 = xsimd::select(flip, -lo, hi);
-    const B mass = B(0.5) * (xsimd::erfc(-b2 * rs2) - xsimd::erfc(-a2 * rs2));
-    const B dist = xsimd::max(xsimd::abs(x - mu) - h, zero);
-    const B bound = xsimd::fnma(dist * dist, B::load_unaligned(a.coef + k), B::load_unaligned(a.edge + k));
-    (xsimd::log(mass) - bound).store_unaligned(a.out + k);
+    const B z = xsimd::abs(e - B::load_unaligned(a.mu + k)) / B::load_unaligned(a.sigma + k);
+    (half * xsimd::erfc(z * scale)).store_unaligned(a.out + k);
   }
 }
 
 template <class Arch>
-double add_max(double* t, const double* c, std::size_t n) {
+void bin_masses(const BinArgs& a) {
   using B = xsimd::batch<double, Arch>;
-  B top(-std::numeric_limits<double>::infinity());
-  for (std::size_t k = 0; k < n; k += B::size) {
-    const B v = B::load_unaligned(t + k) + B::load_unaligned(c + k);
-    v.store_unaligned(t + k);
-    top = xsimd::max(top, v);
+  const B lo(a.lo), hi(a.hi), one(1.0);
+  for (std::size_t k = 0; k < a.n; k += B::size) {
+    const B mu = B::load_unaligned(a.mu + k);
+    const B tl = B::load_unaligned(a.tail_lo + k), th = B::load_unaligned(a.tail_hi + k);
+    // Both edges above the centre: Q(lo) - Q(hi); both below: Phi(hi) - Phi(lo); around it: 1 - the two tails.
+    const B mass = xsimd::select(lo > mu, tl - th, xsimd::select(hi < mu, th - tl, one - tl - th));
+    mass.store_unaligned(a.out + k);
   }
-  return max_lane(top);
 }
 
 template <class Arch>
 Kernels table(const char* name) {
-  return {name, &joint_terms<Arch>, &log_sum_exp<Arch>, &logs<Arch>, &kernel_constants<Arch>, &discrete_correction<Arch>,
-          &add_max<Arch>};
+  return {name,          &joint_terms<Arch>,      &log_sum_exp<Arch>, &weighted_log_sum_exp<Arch>,
+          &logs<Arch>,   &kernel_constants<Arch>, &edge_tails<Arch>,  &bin_masses<Arch>};
 }
 
 }  // namespace kubetune::search::simd::body
