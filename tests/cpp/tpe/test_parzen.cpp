@@ -106,6 +106,51 @@ TEST(Parzen, DiscreteMassesSumToOneAndMatchBruteForce) {
   }
 }
 
+TEST(Parzen, TinyBinMassesAreSummedInLogSpace) {
+  // Twenty discrete dimensions on [0, 1e6] and a prior that weighs little (prior_weight 1e-200): at values far
+  // from every observation, the observations' bin masses underflow to 0 and the prior's term times its product
+  // of masses is about e^-755 of the largest term, below the smallest double. A weighted sum in linear space would give -inf; the
+  // estimator redoes such a point in log space. Reference: each kernel's term plus its log bin masses
+  // (log_normal_cdf_diff, accurate in the far tails), summed in long double.
+  constexpr int kDiscrete = 20;
+  constexpr double kHigh = 1e6;
+  std::vector<ParzenDim> dims = {ParzenDim::continuous(0.0, 1.0)};
+  for (int d = 0; d < kDiscrete; ++d) dims.push_back(ParzenDim::discrete(0.0, kHigh, 1.0));
+  std::vector<double> obs;
+  for (double x : {0.50, 0.52, 0.48, 0.51}) {
+    obs.push_back(x);
+    for (int d = 0; d < kDiscrete; ++d) obs.push_back(static_cast<double>(d % 3));
+  }
+  ParzenOptions o;
+  o.prior_weight = 1e-200;
+  o.magic_clip = false;
+  ParzenEstimator e;
+  e.fit(dims, obs.data(), 4, nullptr, o);
+  for (double v : {1e3, 5e5, 1e6}) {
+    std::vector<double> pt(1 + kDiscrete, v);
+    pt[0] = 0.5;
+    std::vector<double> terms;
+    for (std::size_t j = 0; j < e.n_kernels(); ++j) {
+      const double mx = e.mus(0)[j], sx = e.sigmas(0)[j];
+      double t = std::log(e.weights()[j]) - 0.5 * std::pow((pt[0] - mx) / sx, 2) - std::log(sx) -
+                 0.91893853320467274178 - log_normal_cdf_diff((0.0 - mx) / sx, (1.0 - mx) / sx);
+      for (int d = 1; d <= kDiscrete; ++d) {
+        const double mk = e.mus(d)[j], sk = e.sigmas(d)[j];
+        t += log_normal_cdf_diff((v - 0.5 - mk) / sk, (v + 0.5 - mk) / sk) -
+             log_normal_cdf_diff((-0.5 - mk) / sk, (kHigh + 0.5 - mk) / sk);
+      }
+      terms.push_back(t);
+    }
+    const double top = *std::max_element(terms.begin(), terms.end());
+    long double sum = 0.0L;
+    for (double t : terms) sum += std::exp(static_cast<long double>(t - top));
+    const double expect = top + static_cast<double>(std::log(sum));
+    const double got = e.log_pdf(pt.data());
+    ASSERT_TRUE(std::isfinite(expect)) << "v=" << v;
+    EXPECT_NEAR(got, expect, 1e-9 * std::fabs(expect)) << "v=" << v;
+  }
+}
+
 TEST(Parzen, CategoricalMassesSumToOneWithSmoothing) {
   std::vector<double> obs = {0, 0, 2, 0, 3};
   ParzenOptions o;
