@@ -223,6 +223,7 @@ void read_value(const Field& f, const json& v, void* obj, const std::string& lab
         out.push_back(read_string(v[i], label.substr(0, label.size() - 1) + "[" + std::to_string(i) + "]'"));
       return;
     }
+    case Kind::Object: f.read_object(v, m); return;
     case Kind::Ignored: return;
   }
 }
@@ -265,6 +266,11 @@ json value_json(const Field& f, const void* obj) {
       return o;
     }
     case Kind::StringList: return *static_cast<const std::vector<std::string>*>(m);
+    case Kind::Object: {
+      json o;
+      f.write_object(m, o);
+      return o;
+    }
     case Kind::Ignored: return nullptr;
   }
   return nullptr;
@@ -286,6 +292,7 @@ const char* type_name(const Field& f) {
     case Kind::CountMap: return "dict[str, int]";
     case Kind::StepMap: return "dict[str, float]";
     case Kind::StringList: return "list[str]";
+    case Kind::Object: return "dict[str, Any]";
   }
   return "object";
 }

@@ -31,6 +31,7 @@ enum class Kind {
   CountMap,   ///< std::map<std::string, std::uint64_t>, each >= 1
   StepMap,    ///< std::map<std::string, double>, each finite and > 0
   StringList, ///< std::vector<std::string>
+  Object,     ///< a member with a JSON form of its own (an object), read and written by functions of its type
   Ignored,    ///< accepted and checked as a non-negative integer, never stored (Katib's random_state of random)
 };
 
@@ -43,6 +44,8 @@ struct Field {
   int (*get_choice)(const void*) = nullptr;
   void (*set_choice)(void*, int) = nullptr;
   int (*parse_choice)(const std::string&) = nullptr;  ///< lenient parser (nullptr: exactly one of `choices`)
+  void (*write_object)(const void*, nlohmann::json&) = nullptr;  ///< Object: the member's JSON
+  void (*read_object)(const nlohmann::json&, void*) = nullptr;   ///< Object: reads the member; its errors pass as-is
   std::vector<std::string> choices;                   ///< index = the enum's value
   std::vector<std::string> aliases;                   ///< other accepted names (Katib's, older ones)
   std::vector<std::string> deprecated;                ///< accepted names Python warns about
@@ -117,6 +120,20 @@ int choice_parse(const std::string& s) {
   return static_cast<int>(Parse(s));
 }
 template <class V>
+constexpr bool is_null_v = std::is_same_v<V, std::nullptr_t>;
+// Object members: JSON text through ToJson(v) / FromJson(text), or V's own to_json() / V::from_json(text).
+template <class V, auto ToJson, class J>
+void object_write(const void* m, J& out) {
+  const V& v = *static_cast<const V*>(m);
+  if constexpr (is_null_v<decltype(ToJson)>) out = J::parse(v.to_json());
+  else out = J::parse(ToJson(v));
+}
+template <class V, auto FromJson, class J>
+void object_read(const J& in, void* m) {
+  if constexpr (is_null_v<decltype(FromJson)>) *static_cast<V*>(m) = V::from_json(in.dump());
+  else *static_cast<V*>(m) = FromJson(in.dump());
+}
+template <class V>
 constexpr Kind kind_of() {
   if constexpr (std::is_same_v<V, bool>) return Kind::Bool;
   else if constexpr (std::is_same_v<V, int>) return Kind::Int;
@@ -175,6 +192,23 @@ class Fields : public FieldTable {
     f.set_choice = &detail::choice_set<V>;
     if constexpr (!std::is_same_v<decltype(Parse), std::nullptr_t>) f.parse_choice = &detail::choice_parse<Parse>;
     f.choices = std::move(choices);
+    f.doc = doc;
+    add(std::move(f));
+    return *this;
+  }
+  /// A member written as a JSON object of its own: `ToJson` (std::string(const V&)) and `FromJson`
+  /// (V(const std::string&)) convert it to and from JSON text; by default V's own `to_json()` and static
+  /// `from_json(text)`. FromJson's errors (the sub-config's own messages, its validate()) pass unchanged; it
+  /// replaces the whole member. (J: so that json_fwd.hpp suffices where this is not called.)
+  template <auto M, auto ToJson = nullptr, auto FromJson = nullptr, class J = nlohmann::json>
+  Fields& object(const char* name, const char* doc) {
+    using V = typename detail::member_of<decltype(M)>::type;
+    Field f;
+    f.name = name;
+    f.kind = Kind::Object;
+    f.at = &detail::member_at<M>;
+    f.write_object = &detail::object_write<V, ToJson, J>;
+    f.read_object = &detail::object_read<V, FromJson, J>;
     f.doc = doc;
     add(std::move(f));
     return *this;

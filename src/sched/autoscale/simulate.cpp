@@ -13,6 +13,8 @@
 #include "kubetune/core/rng.hpp"
 #include "kubetune/sched/autoscale/units.hpp"
 
+#include "config_table.hpp"
+
 namespace kubetune::sched::autoscale {
 
 namespace {
@@ -278,77 +280,55 @@ SimResult simulate(const Trace& trace, const SimConfig& cfg) {
 }
 
 namespace {
-const char* policy_name(SimPolicy p) { return p == SimPolicy::kHpa ? "hpa" : p == SimPolicy::kSlo ? "slo" : "kpa"; }
+// The JSON form of LatencySlo (SimConfig's "slo" object).
+const settings::Fields<LatencySlo>& latency_slo_table() {
+  static const settings::Fields<LatencySlo> t = [] {
+    using L = LatencySlo;
+    settings::Fields<L> f("LatencySlo JSON");
+    f.field<&L::latency_s>("latency_s", "latency objective, seconds")
+        .field<&L::quantile>("quantile", "fraction of requests that must meet it")
+        .field<&L::on_response_time>("on_response_time", "objective on response time (else on queueing wait)")
+        .field<&L::max_utilization>("max_utilization", "cap on server utilisation A / c");
+    return config_table::with_renamed(f, "LatencySlo");
+  }();
+  return t;
+}
+std::string slo_to_json(const LatencySlo& s) { return latency_slo_table().to_json(s).dump(); }
+LatencySlo slo_from_json(const std::string& text) { return config_table::read(latency_slo_table(), "LatencySlo", text); }
+
+// The JSON form of SimConfig, declared once; "kpa", "kpa_revision", "hpa" and "hpa_controller" hold the JSON of
+// their own types (read by their from_json, which validates them). Ranges stay in validate().
+const settings::Fields<SimConfig>& sim_config_table() {
+  static const settings::Fields<SimConfig> t = [] {
+    using S = SimConfig;
+    settings::Fields<S> f("SimConfig JSON");
+    f.choice<&S::policy>("policy", {"kpa", "hpa", "slo"}, "the autoscaler under test")
+        .field<&S::service_time_s>("service_time_s", "mean service time of one request, seconds")
+        .field<&S::container_concurrency>("container_concurrency", "requests one pod serves in parallel")
+        .field<&S::pod_startup_delay_s>("pod_startup_delay_s", "time until a new pod is ready, seconds")
+        .object<&S::slo, &slo_to_json, &slo_from_json>("slo", "latency objective (LatencySlo)")
+        .field<&S::initial_replicas>("initial_replicas", "ready pods at time 0")
+        .object<&S::kpa>("kpa", "KPA settings (KpaConfig)")
+        .object<&S::kpa_revision>("kpa_revision", "KPA revision settings (KpaRevision)")
+        .object<&S::hpa>("hpa", "HPA spec (HpaSpec)")
+        .object<&S::hpa_controller>("hpa_controller", "HPA controller flags (HpaControllerConfig)")
+        .field<&S::hpa_target_utilization>("hpa_target_utilization", "HPA target: in-flight per pod / concurrency")
+        .field<&S::hpa_metric_window_s>("hpa_metric_window_s", "HPA metric averaging window, seconds")
+        .field<&S::slo_interval_s>("slo_interval_s", "SLO sizing period, seconds")
+        .field<&S::slo_lookback_s>("slo_lookback_s", "SLO sizing look-back for the peak rate, seconds")
+        .field<&S::slo_headroom>("slo_headroom", "factor on the peak rate for SLO sizing")
+        .field<&S::slo_min_replicas>("slo_min_replicas", "fewest replicas SLO sizing asks for")
+        .field<&S::max_replicas>("max_replicas", "most replicas any policy gets");
+    return config_table::with_renamed(f, "SimConfig");
+  }();
+  return t;
+}
 }  // namespace
 
-std::string sim_config_to_json(const SimConfig& c) {
-  using nlohmann::json;
-  json j{{"policy", policy_name(c.policy)},
-         {"service_time_s", c.service_time_s},
-         {"container_concurrency", c.container_concurrency},
-         {"pod_startup_delay_s", c.pod_startup_delay_s},
-         {"slo",
-          {{"latency_s", c.slo.latency_s},
-           {"quantile", c.slo.quantile},
-           {"on_response_time", c.slo.on_response_time},
-           {"max_utilization", c.slo.max_utilization}}},
-         {"initial_replicas", c.initial_replicas},
-         {"kpa", json::parse(c.kpa.to_json())},
-         {"kpa_revision", json::parse(c.kpa_revision.to_json())},
-         {"hpa", json::parse(c.hpa.to_json())},
-         {"hpa_controller", json::parse(c.hpa_controller.to_json())},
-         {"hpa_target_utilization", c.hpa_target_utilization},
-         {"hpa_metric_window_s", c.hpa_metric_window_s},
-         {"slo_interval_s", c.slo_interval_s},
-         {"slo_lookback_s", c.slo_lookback_s},
-         {"slo_headroom", c.slo_headroom},
-         {"slo_min_replicas", c.slo_min_replicas},
-         {"max_replicas", c.max_replicas}};
-  return j.dump();
-}
+std::string sim_config_to_json(const SimConfig& c) { return sim_config_table().to_json(c).dump(); }
 
 SimConfig sim_config_from_json(const std::string& text) {
-  using nlohmann::json;
-  SimConfig c;
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const std::exception& e) {
-    KT_THROW(InvalidArgument, "SimConfig JSON: ", e.what());
-  }
-  KT_CHECK(j.is_object(), InvalidArgument, "SimConfig JSON must be an object");
-  rename_deprecated_keys("SimConfig", j);
-  if (j.contains("slo")) rename_deprecated_keys("LatencySlo", j["slo"]);
-  const json known = json::parse(sim_config_to_json(c));
-  for (auto it = j.begin(); it != j.end(); ++it)
-    KT_CHECK(known.contains(it.key()), InvalidArgument, "SimConfig JSON: unknown key '", it.key(), "'");
-  try {
-    if (j.contains("policy")) {
-      const std::string p = j.at("policy").get<std::string>();
-      if (p == "kpa") c.policy = SimPolicy::kKpa;
-      else if (p == "hpa") c.policy = SimPolicy::kHpa;
-      else if (p == "slo") c.policy = SimPolicy::kSlo;
-      else KT_THROW(InvalidArgument, "policy = '", p, "' must be kpa, hpa or slo");
-    }
-#define KT_GET(name) if (j.contains(#name)) j.at(#name).get_to(c.name)
-    KT_GET(service_time_s); KT_GET(container_concurrency); KT_GET(pod_startup_delay_s); KT_GET(initial_replicas);
-    KT_GET(hpa_target_utilization); KT_GET(hpa_metric_window_s); KT_GET(slo_interval_s); KT_GET(slo_lookback_s);
-    KT_GET(slo_headroom); KT_GET(slo_min_replicas); KT_GET(max_replicas);
-#undef KT_GET
-    if (j.contains("slo")) {
-      const json& s = j.at("slo");
-      if (s.contains("latency_s")) s.at("latency_s").get_to(c.slo.latency_s);
-      if (s.contains("quantile")) s.at("quantile").get_to(c.slo.quantile);
-      if (s.contains("on_response_time")) s.at("on_response_time").get_to(c.slo.on_response_time);
-      if (s.contains("max_utilization")) s.at("max_utilization").get_to(c.slo.max_utilization);
-    }
-    if (j.contains("kpa")) c.kpa = KpaConfig::from_json(j.at("kpa").dump());
-    if (j.contains("kpa_revision")) c.kpa_revision = KpaRevision::from_json(j.at("kpa_revision").dump());
-    if (j.contains("hpa")) c.hpa = HpaSpec::from_json(j.at("hpa").dump());
-    if (j.contains("hpa_controller")) c.hpa_controller = HpaControllerConfig::from_json(j.at("hpa_controller").dump());
-  } catch (const json::exception& e) {
-    KT_THROW(InvalidArgument, "SimConfig JSON: ", e.what());
-  }
+  SimConfig c = config_table::read(sim_config_table(), "SimConfig", text);
   c.validate();
   return c;
 }

@@ -9,6 +9,7 @@
 
 #include "kubetune/sched/autoscale/hpa.hpp"
 #include "kubetune/sched/autoscale/kpa.hpp"
+#include "kubetune/sched/autoscale/simulate.hpp"
 #include "error_of.hpp"
 
 using namespace kubetune::sched::autoscale;
@@ -181,4 +182,148 @@ TEST(AutoscaleConfigTables, HpaControllerConfigRoundTripsEveryField) {
   EXPECT_EQ(error_of([] { HpaControllerConfig::from_json(R"({"tolerance": -0.5})"); }),
             "tolerance = -0.5 must be >= 0");
   EXPECT_EQ(error_of([] { HpaControllerConfig::from_json("3"); }), "HpaControllerConfig JSON must be an object");
+}
+
+namespace {
+SimConfig changed_sim_config() {
+  SimConfig c;
+  c.policy = SimPolicy::kSlo;
+  c.service_time_s = 0.25;
+  c.container_concurrency = 4;
+  c.pod_startup_delay_s = 3.5;
+  c.slo = LatencySlo{0.8, 0.99, false, 0.9};
+  c.initial_replicas = 2;
+  c.kpa = changed_kpa_config();
+  c.kpa_revision = changed_kpa_revision();
+  c.hpa = HpaSpec{2, 7, HpaBehavior{}};
+  c.hpa_controller.downscale_stabilization_window_s = 60.0;
+  c.hpa_controller.tolerance = 0.2;
+  c.hpa_controller.sync_period_s = 30.0;
+  c.hpa_target_utilization = 0.55;
+  c.hpa_metric_window_s = 45.0;
+  c.slo_interval_s = 2.0;
+  c.slo_lookback_s = 20.0;
+  c.slo_headroom = 1.3;
+  c.slo_min_replicas = 3;
+  c.max_replicas = 50;
+  return c;
+}
+
+// The hand-written form the table replaced, kept here to check that the written JSON is the same.
+json old_sim_config_json(const SimConfig& c) {
+  const char* policy = c.policy == SimPolicy::kHpa ? "hpa" : c.policy == SimPolicy::kSlo ? "slo" : "kpa";
+  return json{{"policy", policy},
+              {"service_time_s", c.service_time_s},
+              {"container_concurrency", c.container_concurrency},
+              {"pod_startup_delay_s", c.pod_startup_delay_s},
+              {"slo",
+               {{"latency_s", c.slo.latency_s},
+                {"quantile", c.slo.quantile},
+                {"on_response_time", c.slo.on_response_time},
+                {"max_utilization", c.slo.max_utilization}}},
+              {"initial_replicas", c.initial_replicas},
+              {"kpa", json::parse(c.kpa.to_json())},
+              {"kpa_revision", json::parse(c.kpa_revision.to_json())},
+              {"hpa", json::parse(c.hpa.to_json())},
+              {"hpa_controller", json::parse(c.hpa_controller.to_json())},
+              {"hpa_target_utilization", c.hpa_target_utilization},
+              {"hpa_metric_window_s", c.hpa_metric_window_s},
+              {"slo_interval_s", c.slo_interval_s},
+              {"slo_lookback_s", c.slo_lookback_s},
+              {"slo_headroom", c.slo_headroom},
+              {"slo_min_replicas", c.slo_min_replicas},
+              {"max_replicas", c.max_replicas}};
+}
+}  // namespace
+
+TEST(AutoscaleConfigTables, SimConfigWritesTheSameJson) {
+  EXPECT_EQ(sim_config_to_json(SimConfig{}), old_sim_config_json(SimConfig{}).dump());
+  const SimConfig c = changed_sim_config();
+  EXPECT_EQ(sim_config_to_json(c), old_sim_config_json(c).dump());
+  SimConfig h;
+  h.policy = SimPolicy::kHpa;
+  EXPECT_EQ(json::parse(sim_config_to_json(h)).at("policy"), "hpa");
+  EXPECT_EQ(keys_of(sim_config_to_json(c)),
+            (std::set<std::string>{"policy", "service_time_s", "container_concurrency", "pod_startup_delay_s", "slo",
+                                   "initial_replicas", "kpa", "kpa_revision", "hpa", "hpa_controller",
+                                   "hpa_target_utilization", "hpa_metric_window_s", "slo_interval_s",
+                                   "slo_lookback_s", "slo_headroom", "slo_min_replicas", "max_replicas"}));
+  EXPECT_EQ(keys_of(json::parse(sim_config_to_json(c)).at("slo").dump()),
+            (std::set<std::string>{"latency_s", "quantile", "on_response_time", "max_utilization"}));
+}
+
+TEST(AutoscaleConfigTables, SimConfigRoundTripsEveryField) {
+  const SimConfig c = changed_sim_config();
+  c.validate();
+  const std::string text = sim_config_to_json(c);
+  expect_every_field_differs(text, sim_config_to_json(SimConfig{}));
+  // Inside the nested objects too.
+  const json j = json::parse(text), d = json::parse(sim_config_to_json(SimConfig{}));
+  for (const char* sub : {"slo", "kpa", "kpa_revision", "hpa_controller"})
+    expect_every_field_differs(j.at(sub).dump(), d.at(sub).dump());
+  const SimConfig back = sim_config_from_json(text);
+  EXPECT_EQ(sim_config_to_json(back), text);
+  EXPECT_EQ(back.policy, SimPolicy::kSlo);
+  EXPECT_EQ(back.container_concurrency, 4);
+  EXPECT_EQ(back.slo.latency_s, 0.8);
+  EXPECT_EQ(back.slo.quantile, 0.99);
+  EXPECT_FALSE(back.slo.on_response_time);
+  EXPECT_EQ(back.slo.max_utilization, 0.9);
+  EXPECT_EQ(back.kpa.to_json(), c.kpa.to_json());
+  EXPECT_EQ(back.kpa_revision.to_json(), c.kpa_revision.to_json());
+  EXPECT_EQ(back.hpa.to_json(), c.hpa.to_json());
+  EXPECT_EQ(back.hpa.max_replicas, 7);
+  EXPECT_TRUE(back.hpa.behavior.has_value());
+  EXPECT_EQ(back.hpa_controller.sync_period_s, 30.0);
+  EXPECT_EQ(back.slo_min_replicas, 3);
+  EXPECT_EQ(back.max_replicas, 50);
+  // Absent keys keep the defaults, also inside a nested object given in part.
+  EXPECT_EQ(sim_config_to_json(sim_config_from_json("{}")), sim_config_to_json(SimConfig{}));
+  const SimConfig part = sim_config_from_json(R"({"slo": {"quantile": 0.9}, "kpa": {"stable_window_s": 30}})");
+  EXPECT_EQ(part.slo.quantile, 0.9);
+  EXPECT_EQ(part.slo.latency_s, LatencySlo{}.latency_s);
+  EXPECT_EQ(part.kpa.stable_window_s, 30.0);
+  EXPECT_EQ(part.kpa.max_scale_up_rate, KpaConfig{}.max_scale_up_rate);
+}
+
+TEST(AutoscaleConfigTables, SimConfigKeysAndMessages) {
+  EXPECT_EQ(error_of([] { sim_config_from_json(R"({"service_time_s": 0.2, "bogus": 1})"); }),
+            "SimConfig JSON: unknown key 'bogus'");
+  EXPECT_EQ(error_of([] { sim_config_from_json(R"({"type": "sim"})"); }), "SimConfig JSON: unknown key 'type'");
+  EXPECT_EQ(error_of([] { sim_config_from_json(R"({"slo": {"latency_s": 1, "p": 2}})"); }),
+            "LatencySlo JSON: unknown key 'p'");
+  // The nested configs keep their own messages (and validate() runs on them).
+  EXPECT_EQ(error_of([] { sim_config_from_json(R"({"kpa": {"extra": 1}})"); }), "KpaConfig JSON: unknown key 'extra'");
+  EXPECT_EQ(error_of([] { sim_config_from_json(R"({"kpa": {"stable_window_s": 1}})"); }),
+            "stable-window = 1s must be in [6s, 3600s] range");
+  EXPECT_EQ(error_of([] { sim_config_from_json(R"({"hpa_controller": {"sync": 1}})"); }),
+            "HpaControllerConfig JSON: unknown key 'sync'");
+  EXPECT_EQ(error_of([] { sim_config_from_json(R"({"kpa": [1]})"); }), "KpaConfig JSON must be an object");
+  // Deprecated names, at the top and inside "slo"; one field under both names is refused.
+  const SimConfig old = sim_config_from_json(
+      R"({"service_time": 0.2, "pod_startup_delay": 4, "hpa_metric_window": 20, "slo_interval": 3,
+          "slo_lookback": 12, "slo": {"latency": 0.7}})");
+  EXPECT_EQ(old.service_time_s, 0.2);
+  EXPECT_EQ(old.pod_startup_delay_s, 4.0);
+  EXPECT_EQ(old.hpa_metric_window_s, 20.0);
+  EXPECT_EQ(old.slo_interval_s, 3.0);
+  EXPECT_EQ(old.slo_lookback_s, 12.0);
+  EXPECT_EQ(old.slo.latency_s, 0.7);
+  EXPECT_NE(error_of([] { sim_config_from_json(R"({"service_time": 0.2, "service_time_s": 0.3})"); })
+                .find("'service_time' (deprecated) and 'service_time_s'"),
+            std::string::npos);
+  // Bad values name the key and the value; validate() runs after reading with its own messages.
+  EXPECT_EQ(error_of([] { sim_config_from_json(R"({"policy": "vpa"})"); }),
+            "SimConfig JSON: setting 'policy' = \"vpa\" is not one of kpa, hpa, slo");
+  const std::string bad = error_of([] { sim_config_from_json(R"({"max_replicas": 2.5})"); });
+  EXPECT_NE(bad.find("SimConfig JSON: setting 'max_replicas' = 2.5"), std::string::npos) << bad;
+  EXPECT_NE(error_of([] { sim_config_from_json(R"({"slo": {"on_response_time": "maybe"}})"); })
+                .find("LatencySlo JSON: setting 'on_response_time'"),
+            std::string::npos);
+  EXPECT_EQ(error_of([] { sim_config_from_json(R"({"container_concurrency": 0})"); }),
+            "container_concurrency = 0 must be >= 1");
+  EXPECT_EQ(error_of([] { sim_config_from_json(R"({"slo_headroom": 0})"); }),
+            "slo_interval_s, slo_lookback_s and slo_headroom must be > 0");
+  EXPECT_EQ(error_of([] { sim_config_from_json("[]"); }), "SimConfig JSON must be an object");
+  EXPECT_EQ(error_of([] { sim_config_from_json("{"); }).rfind("SimConfig JSON: ", 0), 0u);
 }
