@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "dict_conv.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/autoscale/hpa.hpp"
 #include "kubetune/sched/autoscale/kpa.hpp"
@@ -240,22 +241,22 @@ void bind_autoscale(py::module_& parent) {
   m.def("smoothing_coefficient", &as::smoothing_coefficient, py::arg("num_buckets"));
 
   // ------------------------------------------------------------------------------------------------- KPA
-#define RW(cls, f) .def_readwrite(#f, &cls::f)
   py::class_<as::KpaConfig>(m, "KpaConfig", "config-autoscaler settings with Knative Serving's defaults")
       .def(py::init([](const py::kwargs& kw) {
         as::KpaConfig c = from_kwargs<as::KpaConfig>(kw, "KpaConfig");
         c.validate();
         return c;
       }))
-      RW(as::KpaConfig, enable_scale_to_zero) RW(as::KpaConfig, container_concurrency_target_fraction)
-      RW(as::KpaConfig, container_concurrency_target_default) RW(as::KpaConfig, target_utilization)
-      RW(as::KpaConfig, rps_target_default) RW(as::KpaConfig, target_burst_capacity)
-      RW(as::KpaConfig, max_scale_up_rate) RW(as::KpaConfig, max_scale_down_rate) RW(as::KpaConfig, stable_window_s)
-      RW(as::KpaConfig, panic_window_percent) RW(as::KpaConfig, panic_threshold_percent)
-      RW(as::KpaConfig, activator_capacity) RW(as::KpaConfig, scale_to_zero_grace_period_s)
-      RW(as::KpaConfig, scale_to_zero_pod_retention_period_s) RW(as::KpaConfig, scale_down_delay_s)
-      RW(as::KpaConfig, initial_scale) RW(as::KpaConfig, allow_zero_initial_scale) RW(as::KpaConfig, min_scale)
-      RW(as::KpaConfig, max_scale) RW(as::KpaConfig, max_scale_limit) RW(as::KpaConfig, activation_timeout_s)
+      KT_RW(as::KpaConfig, enable_scale_to_zero) KT_RW(as::KpaConfig, container_concurrency_target_fraction)
+      KT_RW(as::KpaConfig, container_concurrency_target_default) KT_RW(as::KpaConfig, target_utilization)
+      KT_RW(as::KpaConfig, rps_target_default) KT_RW(as::KpaConfig, target_burst_capacity)
+      KT_RW(as::KpaConfig, max_scale_up_rate) KT_RW(as::KpaConfig, max_scale_down_rate)
+      KT_RW(as::KpaConfig, stable_window_s) KT_RW(as::KpaConfig, panic_window_percent)
+      KT_RW(as::KpaConfig, panic_threshold_percent) KT_RW(as::KpaConfig, activator_capacity)
+      KT_RW(as::KpaConfig, scale_to_zero_grace_period_s) KT_RW(as::KpaConfig, scale_to_zero_pod_retention_period_s)
+      KT_RW(as::KpaConfig, scale_down_delay_s) KT_RW(as::KpaConfig, initial_scale)
+      KT_RW(as::KpaConfig, allow_zero_initial_scale) KT_RW(as::KpaConfig, min_scale) KT_RW(as::KpaConfig, max_scale)
+      KT_RW(as::KpaConfig, max_scale_limit) KT_RW(as::KpaConfig, activation_timeout_s)
       .def("validate", &as::KpaConfig::validate)
       .def("to_json", &as::KpaConfig::to_json)
       .def_static("from_json", &as::KpaConfig::from_json, py::arg("json"))
@@ -267,24 +268,26 @@ void bind_autoscale(py::module_& parent) {
         r.validate();
         return r;
       }))
-      RW(as::KpaRevision, metric) RW(as::KpaRevision, aggregation) RW(as::KpaRevision, container_concurrency)
-      RW(as::KpaRevision, target) RW(as::KpaRevision, target_utilization_percent)
-      RW(as::KpaRevision, target_burst_capacity) RW(as::KpaRevision, window_s)
-      RW(as::KpaRevision, panic_window_percent) RW(as::KpaRevision, panic_threshold_percent)
-      RW(as::KpaRevision, scale_down_delay_s) RW(as::KpaRevision, scale_to_zero_pod_retention_period_s)
-      RW(as::KpaRevision, initial_scale) RW(as::KpaRevision, min_scale) RW(as::KpaRevision, max_scale)
-      RW(as::KpaRevision, activation_scale) RW(as::KpaRevision, reachable) RW(as::KpaRevision, progress_deadline_s)
+      KT_RW(as::KpaRevision, metric) KT_RW(as::KpaRevision, aggregation) KT_RW(as::KpaRevision, container_concurrency)
+      KT_RW(as::KpaRevision, target) KT_RW(as::KpaRevision, target_utilization_percent)
+      KT_RW(as::KpaRevision, target_burst_capacity) KT_RW(as::KpaRevision, window_s)
+      KT_RW(as::KpaRevision, panic_window_percent) KT_RW(as::KpaRevision, panic_threshold_percent)
+      KT_RW(as::KpaRevision, scale_down_delay_s) KT_RW(as::KpaRevision, scale_to_zero_pod_retention_period_s)
+      KT_RW(as::KpaRevision, initial_scale) KT_RW(as::KpaRevision, min_scale) KT_RW(as::KpaRevision, max_scale)
+      KT_RW(as::KpaRevision, activation_scale) KT_RW(as::KpaRevision, reachable)
+      KT_RW(as::KpaRevision, progress_deadline_s)
       .def("validate", &as::KpaRevision::validate)
       .def("to_json", &as::KpaRevision::to_json)
       .def_static("from_json", &as::KpaRevision::from_json, py::arg("json"))
       .def("__repr__", [](const as::KpaRevision& r) { return "KpaRevision(" + r.to_json() + ")"; });
   py::class_<as::DeciderSpec>(m, "DeciderSpec", "What the KPA decider needs, resolved from config + revision")
       .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::DeciderSpec>(kw, "DeciderSpec"); }))
-      RW(as::DeciderSpec, max_scale_up_rate) RW(as::DeciderSpec, max_scale_down_rate) RW(as::DeciderSpec, metric)
-      RW(as::DeciderSpec, target_value) RW(as::DeciderSpec, total_value) RW(as::DeciderSpec, target_burst_capacity)
-      RW(as::DeciderSpec, panic_threshold) RW(as::DeciderSpec, stable_window_s) RW(as::DeciderSpec, panic_window_s)
-      RW(as::DeciderSpec, scale_down_delay_s) RW(as::DeciderSpec, initial_scale) RW(as::DeciderSpec, reachable)
-      RW(as::DeciderSpec, activator_capacity) RW(as::DeciderSpec, activation_scale)
+      KT_RW(as::DeciderSpec, max_scale_up_rate) KT_RW(as::DeciderSpec, max_scale_down_rate)
+      KT_RW(as::DeciderSpec, metric) KT_RW(as::DeciderSpec, target_value) KT_RW(as::DeciderSpec, total_value)
+      KT_RW(as::DeciderSpec, target_burst_capacity) KT_RW(as::DeciderSpec, panic_threshold)
+      KT_RW(as::DeciderSpec, stable_window_s) KT_RW(as::DeciderSpec, panic_window_s)
+      KT_RW(as::DeciderSpec, scale_down_delay_s) KT_RW(as::DeciderSpec, initial_scale) KT_RW(as::DeciderSpec, reachable)
+      KT_RW(as::DeciderSpec, activator_capacity) KT_RW(as::DeciderSpec, activation_scale)
       .def("validate", &as::DeciderSpec::validate);
   m.def("make_decider_spec", &as::make_decider_spec, py::arg("config") = as::KpaConfig{},
         py::arg("revision") = as::KpaRevision{});
@@ -301,17 +304,13 @@ void bind_autoscale(py::module_& parent) {
 
   py::class_<as::ThrottlerInput>(m, "ThrottlerInput", "What one activator knows when it sizes its throttler")
       .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::ThrottlerInput>(kw, "ThrottlerInput"); }))
-      RW(as::ThrottlerInput, backends) RW(as::ThrottlerInput, pod_trackers)
-      RW(as::ThrottlerInput, container_concurrency) RW(as::ThrottlerInput, activator_count)
-      RW(as::ThrottlerInput, activator_index) RW(as::ThrottlerInput, via_cluster_ip);
+      KT_RW(as::ThrottlerInput, backends) KT_RW(as::ThrottlerInput, pod_trackers)
+      KT_RW(as::ThrottlerInput, container_concurrency) KT_RW(as::ThrottlerInput, activator_count)
+      KT_RW(as::ThrottlerInput, activator_index) KT_RW(as::ThrottlerInput, via_cluster_ip);
   py::class_<as::ThrottlerShare>(m, "ThrottlerShare", "One activator's breaker capacity and owned pod trackers")
-      .def_readonly("capacity", &as::ThrottlerShare::capacity)
-      .def_readonly("infinite_breaker", &as::ThrottlerShare::infinite_breaker)
-      .def_readonly("breaker_capacity", &as::ThrottlerShare::breaker_capacity)
-      .def_readonly("tracker_capacity", &as::ThrottlerShare::tracker_capacity)
-      .def_readonly("slice_begin", &as::ThrottlerShare::slice_begin)
-      .def_readonly("slice_end", &as::ThrottlerShare::slice_end)
-      .def_readonly("remnant", &as::ThrottlerShare::remnant)
+      KT_RO(as::ThrottlerShare, capacity) KT_RO(as::ThrottlerShare, infinite_breaker)
+      KT_RO(as::ThrottlerShare, breaker_capacity) KT_RO(as::ThrottlerShare, tracker_capacity)
+      KT_RO(as::ThrottlerShare, slice_begin) KT_RO(as::ThrottlerShare, slice_end) KT_RO(as::ThrottlerShare, remnant)
       .def_property_readonly("assigned", &as::ThrottlerShare::assigned)
       .def_property_readonly("tracker_indices", &as::ThrottlerShare::tracker_indices);
   m.def("throttler_share", &as::throttler_share, py::arg("input"));
@@ -327,8 +326,8 @@ void bind_autoscale(py::module_& parent) {
 
   py::class_<as::ScaleResult>(m, "ScaleResult")
       .def(py::init<>())
-      RW(as::ScaleResult, desired_pod_count) RW(as::ScaleResult, excess_burst_capacity)
-      RW(as::ScaleResult, num_activators) RW(as::ScaleResult, scale_valid) RW(as::ScaleResult, panicking)
+      KT_RW(as::ScaleResult, desired_pod_count) KT_RW(as::ScaleResult, excess_burst_capacity)
+      KT_RW(as::ScaleResult, num_activators) KT_RW(as::ScaleResult, scale_valid) KT_RW(as::ScaleResult, panicking)
       .def("__repr__", [](const as::ScaleResult& r) {
         return "ScaleResult(desired_pod_count=" + std::to_string(r.desired_pod_count) +
                ", excess_burst_capacity=" + std::to_string(r.excess_burst_capacity) +
@@ -408,14 +407,13 @@ void bind_autoscale(py::module_& parent) {
            }),
            py::arg("time") = 0.0, py::arg("concurrency") = 0.0, py::arg("proxied_concurrency") = 0.0,
            py::arg("request_count") = 0.0, py::arg("proxied_request_count") = 0.0)
-      RW(as::Stat, time) RW(as::Stat, concurrency) RW(as::Stat, proxied_concurrency) RW(as::Stat, request_count)
-      RW(as::Stat, proxied_request_count);
+      KT_RW(as::Stat, time) KT_RW(as::Stat, concurrency) KT_RW(as::Stat, proxied_concurrency)
+      KT_RW(as::Stat, request_count) KT_RW(as::Stat, proxied_request_count);
   m.def("scrape_sample_size", &as::scrape_sample_size, py::arg("population"));
   m.def("aggregate_scrape", &as::aggregate_scrape, py::arg("now"), py::arg("sampled"), py::arg("ready_pods"));
   py::class_<as::KpaMetricCollector::Observed>(m, "Observed")
-      .def_readonly("stable", &as::KpaMetricCollector::Observed::stable)
-      .def_readonly("panic", &as::KpaMetricCollector::Observed::panic)
-      .def_readonly("has_data", &as::KpaMetricCollector::Observed::has_data);
+      KT_RO(as::KpaMetricCollector::Observed, stable) KT_RO(as::KpaMetricCollector::Observed, panic)
+      KT_RO(as::KpaMetricCollector::Observed, has_data);
   py::class_<as::KpaMetricCollector> collector(m, "KpaMetricCollector", "Stable and panic windows of one revision");
   collector
       .def(py::init<double, double, as::Aggregation>(), py::arg("stable_window_s") = 60.0, py::kw_only(),
@@ -447,14 +445,9 @@ void bind_autoscale(py::module_& parent) {
       .def_property_readonly("panic_window_s", &as::KpaMetricCollector::panic_window_s);
   def_state(collector);
   py::class_<as::ScalerStep>(m, "ScalerStep")
-      .def_readonly("want", &as::ScalerStep::want)
-      .def_readonly("applied", &as::ScalerStep::applied)
-      .def_readonly("replicas", &as::ScalerStep::replicas)
-      .def_readonly("proxy_mode", &as::ScalerStep::proxy_mode)
-      .def_readonly("state", &as::ScalerStep::state)
-      .def_readonly("reason", &as::ScalerStep::reason)
-      .def_readonly("requeue_after_s", &as::ScalerStep::requeue_after_s)
-      .def_readonly("probe_activator", &as::ScalerStep::probe_activator);
+      KT_RO(as::ScalerStep, want) KT_RO(as::ScalerStep, applied) KT_RO(as::ScalerStep, replicas)
+      KT_RO(as::ScalerStep, proxy_mode) KT_RO(as::ScalerStep, state) KT_RO(as::ScalerStep, reason)
+      KT_RO(as::ScalerStep, requeue_after_s) KT_RO(as::ScalerStep, probe_activator);
   py::class_<as::KpaScaler> scaler(m, "KpaScaler",
                                    "KPA scaler: bounds, initial scale, scale-to-zero gating, PA state");
   scaler
@@ -484,25 +477,23 @@ void bind_autoscale(py::module_& parent) {
   // ------------------------------------------------------------------------------------------------- HPA
   py::class_<as::Tolerances>(m, "Tolerances")
       .def(py::init<double, double>(), py::arg("scale_down") = 0.1, py::arg("scale_up") = 0.1)
-      RW(as::Tolerances, scale_down) RW(as::Tolerances, scale_up)
+      KT_RW(as::Tolerances, scale_down) KT_RW(as::Tolerances, scale_up)
       .def("is_within", &as::Tolerances::is_within, py::arg("usage_ratio"));
   py::class_<as::HpaPod>(m, "HpaPod", "One pod as the HPA replica calculator sees it (milli-units)")
       .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::HpaPod>(kw, "HpaPod"); }))
-      RW(as::HpaPod, phase) RW(as::HpaPod, deleting) RW(as::HpaPod, ready) RW(as::HpaPod, ready_transition_time)
-      RW(as::HpaPod, start_time) RW(as::HpaPod, has_metric) RW(as::HpaPod, metric) RW(as::HpaPod, metric_timestamp)
-      RW(as::HpaPod, metric_window_s) RW(as::HpaPod, request);
+      KT_RW(as::HpaPod, phase) KT_RW(as::HpaPod, deleting) KT_RW(as::HpaPod, ready)
+      KT_RW(as::HpaPod, ready_transition_time) KT_RW(as::HpaPod, start_time) KT_RW(as::HpaPod, has_metric)
+      KT_RW(as::HpaPod, metric) KT_RW(as::HpaPod, metric_timestamp) KT_RW(as::HpaPod, metric_window_s)
+      KT_RW(as::HpaPod, request);
   py::class_<as::ReplicaCalcConfig>(m, "ReplicaCalcConfig")
       .def(py::init<double, double>(), py::arg("cpu_initialization_period_s") = 300.0,
            py::arg("delay_of_initial_readiness_status_s") = 30.0)
       .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::ReplicaCalcConfig>(kw, "ReplicaCalcConfig"); }))
-      RW(as::ReplicaCalcConfig, cpu_initialization_period_s)
-      RW(as::ReplicaCalcConfig, delay_of_initial_readiness_status_s);
+      KT_RW(as::ReplicaCalcConfig, cpu_initialization_period_s)
+      KT_RW(as::ReplicaCalcConfig, delay_of_initial_readiness_status_s);
   py::class_<as::ReplicaResult>(m, "ReplicaResult")
-      .def_readonly("replicas", &as::ReplicaResult::replicas)
-      .def_readonly("usage", &as::ReplicaResult::usage)
-      .def_readonly("raw_average", &as::ReplicaResult::raw_average)
-      .def_readonly("valid", &as::ReplicaResult::valid)
-      .def_readonly("error", &as::ReplicaResult::error)
+      KT_RO(as::ReplicaResult, replicas) KT_RO(as::ReplicaResult, usage) KT_RO(as::ReplicaResult, raw_average)
+      KT_RO(as::ReplicaResult, valid) KT_RO(as::ReplicaResult, error)
       .def("__repr__", [](const as::ReplicaResult& r) {
         return "ReplicaResult(replicas=" + std::to_string(r.replicas) + ", usage=" + std::to_string(r.usage) +
                ", valid=" + (r.valid ? "True" : "False") + (r.valid ? "" : ", error='" + r.error + "'") + ")";
@@ -532,11 +523,11 @@ void bind_autoscale(py::module_& parent) {
            }),
            py::arg("type"), py::arg("value"), py::arg("period_s"))
       .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::ScalingPolicy>(kw, "ScalingPolicy"); }))
-      RW(as::ScalingPolicy, type) RW(as::ScalingPolicy, value) RW(as::ScalingPolicy, period_s);
+      KT_RW(as::ScalingPolicy, type) KT_RW(as::ScalingPolicy, value) KT_RW(as::ScalingPolicy, period_s);
   py::class_<as::ScalingRules>(m, "ScalingRules")
       .def(py::init([](const py::kwargs& kw) { return from_kwargs<as::ScalingRules>(kw, "ScalingRules"); }))
-      RW(as::ScalingRules, stabilization_window_s) RW(as::ScalingRules, select_policy)
-      RW(as::ScalingRules, policies) RW(as::ScalingRules, tolerance)
+      KT_RW(as::ScalingRules, stabilization_window_s) KT_RW(as::ScalingRules, select_policy)
+      KT_RW(as::ScalingRules, policies) KT_RW(as::ScalingRules, tolerance)
       .def("validate", [](const as::ScalingRules& r) { r.validate("rules"); });
   py::class_<as::HpaBehavior>(m, "HpaBehavior", "HPA behaviour; defaults as autoscaling/v2")
       .def(py::init([](std::optional<as::ScalingRules> up, std::optional<as::ScalingRules> down) {
@@ -546,7 +537,7 @@ void bind_autoscale(py::module_& parent) {
              return b;
            }),
            py::arg("scale_up") = py::none(), py::arg("scale_down") = py::none())
-      RW(as::HpaBehavior, scale_up) RW(as::HpaBehavior, scale_down)
+      KT_RW(as::HpaBehavior, scale_up) KT_RW(as::HpaBehavior, scale_down)
       .def_static("default_scale_up", &as::HpaBehavior::default_scale_up)
       .def_static("default_scale_down", &as::HpaBehavior::default_scale_down);
   py::class_<as::HpaSpec>(m, "HpaSpec")
@@ -556,7 +547,7 @@ void bind_autoscale(py::module_& parent) {
              return s;
            }),
            py::arg("min_replicas") = 1, py::arg("max_replicas") = 10, py::arg("behavior") = py::none())
-      RW(as::HpaSpec, min_replicas) RW(as::HpaSpec, max_replicas) RW(as::HpaSpec, behavior)
+      KT_RW(as::HpaSpec, min_replicas) KT_RW(as::HpaSpec, max_replicas) KT_RW(as::HpaSpec, behavior)
       .def("validate", &as::HpaSpec::validate)
       .def("to_json", &as::HpaSpec::to_json)
       .def_static("from_json", &as::HpaSpec::from_json, py::arg("json"));
@@ -566,27 +557,22 @@ void bind_autoscale(py::module_& parent) {
            py::arg("sync_period_s") = 15.0)
       .def(py::init(
           [](const py::kwargs& kw) { return from_kwargs<as::HpaControllerConfig>(kw, "HpaControllerConfig"); }))
-      RW(as::HpaControllerConfig, downscale_stabilization_window_s) RW(as::HpaControllerConfig, tolerance)
-      RW(as::HpaControllerConfig, sync_period_s);
+      KT_RW(as::HpaControllerConfig, downscale_stabilization_window_s) KT_RW(as::HpaControllerConfig, tolerance)
+      KT_RW(as::HpaControllerConfig, sync_period_s);
   py::enum_<as::HpaConditionType>(m, "HpaConditionType")
       .value("able_to_scale", as::HpaConditionType::kAbleToScale)
       .value("scaling_active", as::HpaConditionType::kScalingActive)
       .value("scaling_limited", as::HpaConditionType::kScalingLimited);
   py::class_<as::HpaCondition>(m, "HpaCondition", "One HPA status condition (upstream reason and message)")
       .def_property_readonly("type", [](const as::HpaCondition& c) { return std::string(as::to_string(c.type)); })
-      .def_readonly("status", &as::HpaCondition::status)
-      .def_readonly("reason", &as::HpaCondition::reason)
-      .def_readonly("message", &as::HpaCondition::message)
+      KT_RO(as::HpaCondition, status) KT_RO(as::HpaCondition, reason) KT_RO(as::HpaCondition, message)
       .def("__repr__", [](const as::HpaCondition& c) {
         return std::string("HpaCondition(") + as::to_string(c.type) + "=" + (c.status ? "True" : "False") + ", " +
                c.reason + ")";
       });
   py::class_<as::HpaDecision>(m, "HpaDecision")
-      .def_readonly("desired_replicas", &as::HpaDecision::desired_replicas)
-      .def_readonly("rescale", &as::HpaDecision::rescale)
-      .def_readonly("metric_desired_replicas", &as::HpaDecision::metric_desired_replicas)
-      .def_readonly("reason", &as::HpaDecision::reason)
-      .def_readonly("conditions", &as::HpaDecision::conditions)
+      KT_RO(as::HpaDecision, desired_replicas) KT_RO(as::HpaDecision, rescale)
+      KT_RO(as::HpaDecision, metric_desired_replicas) KT_RO(as::HpaDecision, reason) KT_RO(as::HpaDecision, conditions)
       .def(
           "condition",
           [](const as::HpaDecision& d, as::HpaConditionType t) -> std::optional<as::HpaCondition> {
@@ -667,8 +653,8 @@ void bind_autoscale(py::module_& parent) {
         s.validate();
         return s;
       }))
-      RW(as::LatencySlo, latency_s) RW(as::LatencySlo, quantile) RW(as::LatencySlo, on_response_time)
-      RW(as::LatencySlo, max_utilization);
+      KT_RW(as::LatencySlo, latency_s) KT_RW(as::LatencySlo, quantile) KT_RW(as::LatencySlo, on_response_time)
+      KT_RW(as::LatencySlo, max_utilization);
   m.def("min_servers_for_slo", &as::min_servers_for_slo, py::arg("load"), py::arg("service_time_s"), py::arg("slo"),
         py::arg("max_servers") = 1000000);
   m.def("min_replicas_for_slo", &as::min_replicas_for_slo, py::arg("arrival_rate"), py::arg("service_time_s"),
@@ -701,16 +687,16 @@ void bind_autoscale(py::module_& parent) {
         c.validate();
         return c;
       }))
-      RW(as::SimConfig, policy) RW(as::SimConfig, service_time_s) RW(as::SimConfig, container_concurrency)
-      RW(as::SimConfig, pod_startup_delay_s) RW(as::SimConfig, slo) RW(as::SimConfig, initial_replicas)
-      RW(as::SimConfig, kpa) RW(as::SimConfig, kpa_revision) RW(as::SimConfig, hpa) RW(as::SimConfig, hpa_controller)
-      RW(as::SimConfig, hpa_target_utilization) RW(as::SimConfig, hpa_metric_window_s) RW(as::SimConfig, slo_interval_s)
-      RW(as::SimConfig, slo_lookback_s) RW(as::SimConfig, slo_headroom) RW(as::SimConfig, slo_min_replicas)
-      RW(as::SimConfig, max_replicas)
+      KT_RW(as::SimConfig, policy) KT_RW(as::SimConfig, service_time_s) KT_RW(as::SimConfig, container_concurrency)
+      KT_RW(as::SimConfig, pod_startup_delay_s) KT_RW(as::SimConfig, slo) KT_RW(as::SimConfig, initial_replicas)
+      KT_RW(as::SimConfig, kpa) KT_RW(as::SimConfig, kpa_revision) KT_RW(as::SimConfig, hpa)
+      KT_RW(as::SimConfig, hpa_controller) KT_RW(as::SimConfig, hpa_target_utilization)
+      KT_RW(as::SimConfig, hpa_metric_window_s) KT_RW(as::SimConfig, slo_interval_s)
+      KT_RW(as::SimConfig, slo_lookback_s) KT_RW(as::SimConfig, slo_headroom) KT_RW(as::SimConfig, slo_min_replicas)
+      KT_RW(as::SimConfig, max_replicas)
       .def("validate", &as::SimConfig::validate)
       .def("to_json", [](const as::SimConfig& c) { return as::sim_config_to_json(c); })
       .def_static("from_json", &as::sim_config_from_json, py::arg("json"));
-#undef RW
   py::class_<as::SimResult>(m, "SimResult", "Series (numpy) and totals of a simulation run")
       .def_property_readonly("time", [](const as::SimResult& r) { return to_array(r.time); })
       .def_property_readonly("rate", [](const as::SimResult& r) { return to_array(r.rate); })
@@ -720,14 +706,9 @@ void bind_autoscale(py::module_& parent) {
       .def_property_readonly("in_flight", [](const as::SimResult& r) { return to_array(r.in_flight); })
       .def_property_readonly("violation_probability",
                              [](const as::SimResult& r) { return to_array(r.violation_probability); })
-      .def_readonly("cold_starts", &as::SimResult::cold_starts)
-      .def_readonly("cold_start_requests", &as::SimResult::cold_start_requests)
-      .def_readonly("requests", &as::SimResult::requests)
-      .def_readonly("violating_requests", &as::SimResult::violating_requests)
-      .def_readonly("slo_violation_fraction", &as::SimResult::slo_violation_fraction)
-      .def_readonly("pod_seconds", &as::SimResult::pod_seconds)
-      .def_readonly("mean_ready", &as::SimResult::mean_ready)
-      .def_readonly("scale_events", &as::SimResult::scale_events)
+      KT_RO(as::SimResult, cold_starts) KT_RO(as::SimResult, cold_start_requests) KT_RO(as::SimResult, requests)
+      KT_RO(as::SimResult, violating_requests) KT_RO(as::SimResult, slo_violation_fraction)
+      KT_RO(as::SimResult, pod_seconds) KT_RO(as::SimResult, mean_ready) KT_RO(as::SimResult, scale_events)
       .def("to_json", [](const as::SimResult& r) { return as::sim_result_to_json(r); });
   m.def("simulate", &as::simulate, py::arg("trace"), py::arg("config"), py::call_guard<py::gil_scoped_release>());
   add_deprecated_aliases(m);

@@ -75,21 +75,23 @@ PyTrial make_py_trial(const SearchSpace& s, Trial t) {
   return p;
 }
 
-// The edge only converts: a searcher / pruner argument becomes the JSON value Study::from_config reads.
-nlohmann::json searcher_spec(py::handle h) {
+// The edge only converts: a searcher / pruner argument (a T, a type name or a config dict) becomes the JSON value
+// Study::from_config reads; anything else is a TypeError with `error`.
+template <class T>
+nlohmann::json spec_of(py::handle h, const char* error) {
   if (h.is_none()) return nullptr;
-  if (py::isinstance<Searcher>(h)) return h.cast<std::shared_ptr<Searcher>>()->config();
+  if (py::isinstance<T>(h)) return h.cast<std::shared_ptr<T>>()->config();
   if (py::isinstance<py::str>(h)) return h.cast<std::string>();
   if (py::isinstance<py::dict>(h)) return py_to_json(h);
-  throw py::type_error("searcher must be a kubetune searcher (e.g. kt.TPE()), a type name or a config dict");
+  throw py::type_error(error);
+}
+
+nlohmann::json searcher_spec(py::handle h) {
+  return spec_of<Searcher>(h, "searcher must be a kubetune searcher (e.g. kt.TPE()), a type name or a config dict");
 }
 
 nlohmann::json pruner_spec(py::handle h) {
-  if (h.is_none()) return nullptr;
-  if (py::isinstance<Pruner>(h)) return h.cast<std::shared_ptr<Pruner>>()->config();
-  if (py::isinstance<py::str>(h)) return h.cast<std::string>();
-  if (py::isinstance<py::dict>(h)) return py_to_json(h);
-  throw py::type_error("pruner must be a kubetune pruner (e.g. kt.MedianStop()), a type name or a config dict");
+  return spec_of<Pruner>(h, "pruner must be a kubetune pruner (e.g. kt.MedianStop()), a type name or a config dict");
 }
 
 double value_arg(py::handle h) {

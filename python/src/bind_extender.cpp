@@ -31,16 +31,10 @@ void bind_extender(py::module_& parent) {
       .def(py::init([](std::shared_ptr<g::Extender> ext, std::string host, int port, int n_threads, std::string prefix,
                        std::size_t max_body, std::size_t max_header, double read_timeout, double idle_timeout,
                        std::size_t max_connections) {
-             g::HttpServerOptions o;
-             o.host = std::move(host);
-             o.port = port;
-             o.n_threads = n_threads;
-             o.prefix = std::move(prefix);
-             o.max_body_bytes = max_body;
-             o.max_header_bytes = max_header;
-             o.read_timeout_s = read_timeout;
-             o.idle_timeout_s = idle_timeout;
-             o.max_connections = max_connections;
+             const g::HttpServerOptions o{.host = std::move(host), .port = port, .n_threads = n_threads,
+                                          .prefix = std::move(prefix), .max_body_bytes = max_body,
+                                          .max_header_bytes = max_header, .read_timeout_s = read_timeout,
+                                          .idle_timeout_s = idle_timeout, .max_connections = max_connections};
              o.validate();
              return ServerHolder(new g::ExtenderHttpServer(std::move(ext), o));
            }),

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "dict_conv.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/gpu/allocator.hpp"
 #include "kubetune/sched/gpu/allocator_config.hpp"
@@ -21,57 +22,33 @@ namespace kubetune::python {
 namespace {
 
 namespace g = kubetune::sched::gpu;
+using namespace py::literals;
 
 py::dict point_dict(const g::ReplayPoint& p) {
-  py::dict d;
-  d["arrived_pct"] = p.arrived_pct;
-  d["allocated_pct"] = p.allocated_pct;
-  d["allocation_rate_pct"] = p.allocation_rate_pct;
-  d["unallocated_pct"] = p.unallocated_pct;
-  d["frag_ratio_pct"] = p.frag_ratio_pct;
-  d["frag_pct"] = p.frag_pct;
-  return d;
+  return py::dict("arrived_pct"_a = p.arrived_pct, "allocated_pct"_a = p.allocated_pct,
+                  "allocation_rate_pct"_a = p.allocation_rate_pct, "unallocated_pct"_a = p.unallocated_pct,
+                  "frag_ratio_pct"_a = p.frag_ratio_pct, "frag_pct"_a = p.frag_pct);
 }
 
 py::dict placement_dict(const g::Placement& p) {
-  py::dict d;
-  d["id"] = p.id;
-  d["node"] = p.node;
-  d["gpus"] = p.gpus;
-  d["mig_start"] = p.mig_start;
-  d["gpu_milli"] = p.gpu_milli;
-  d["gpu_memory_mib"] = p.gpu_memory_mib;
-  d["cpu_milli"] = p.cpu_milli;
-  d["memory_mib"] = p.memory_mib;
-  d["name"] = p.name;
-  d["mig_profile"] = p.mig_profile;
-  d["gang"] = p.gang;
-  return d;
+  return py::dict("id"_a = p.id, "node"_a = p.node, "gpus"_a = p.gpus, "mig_start"_a = p.mig_start,
+                  "gpu_milli"_a = p.gpu_milli, "gpu_memory_mib"_a = p.gpu_memory_mib, "cpu_milli"_a = p.cpu_milli,
+                  "memory_mib"_a = p.memory_mib, "name"_a = p.name, "mig_profile"_a = p.mig_profile,
+                  "gang"_a = p.gang);
 }
 
+py::list placement_list(const std::vector<g::Placement>& ps) { return list_of(ps, placement_dict); }
+
 py::dict profile_dict(const g::MigProfile& p) {
-  py::dict d;
-  d["name"] = p.name;
-  d["compute_slices"] = p.compute_slices;
-  d["memory_slices"] = p.memory_slices;
-  d["memory_gb"] = p.memory_gb;
-  d["max_instances"] = p.max_instances;
-  d["starts"] = p.starts;
-  d["media_extensions"] = p.media_extensions;
-  return d;
+  return py::dict("name"_a = p.name, "compute_slices"_a = p.compute_slices, "memory_slices"_a = p.memory_slices,
+                  "memory_gb"_a = p.memory_gb, "max_instances"_a = p.max_instances, "starts"_a = p.starts,
+                  "media_extensions"_a = p.media_extensions);
 }
 
 py::dict node_dict(const g::NodeSpec& n) {
-  py::dict d;
-  d["name"] = n.name;
-  d["cpu_milli"] = n.cpu_milli;
-  d["memory_mib"] = n.memory_mib;
-  d["gpus"] = n.num_gpus;
-  d["gpu_memory_mib"] = n.gpu_memory_mib;
-  d["gpu_memory_total_mib"] = n.gpu_memory_total_mib;
-  d["model"] = n.model;
-  d["mig"] = n.mig;
-  return d;
+  return py::dict("name"_a = n.name, "cpu_milli"_a = n.cpu_milli, "memory_mib"_a = n.memory_mib,
+                  "gpus"_a = n.num_gpus, "gpu_memory_mib"_a = n.gpu_memory_mib,
+                  "gpu_memory_total_mib"_a = n.gpu_memory_total_mib, "model"_a = n.model, "mig"_a = n.mig);
 }
 
 /// A JSON text from a str, or from any JSON-serialisable Python object (dict / list).
@@ -139,17 +116,10 @@ void bind_gpu(py::module_& parent) {
       .def(py::init([](std::string name, std::int64_t cpu_milli, std::int64_t memory_mib, int gpu_count, int gpu_milli,
                        std::int64_t gpu_memory_mib, int compute_milli, std::vector<std::string> models,
                        std::string mig_profile, std::string gang) {
-             g::Request r;
-             r.name = std::move(name);
-             r.cpu_milli = cpu_milli;
-             r.memory_mib = memory_mib;
-             r.gpu_count = gpu_count;
-             r.gpu_milli = gpu_milli;
-             r.gpu_memory_mib = gpu_memory_mib;
-             r.compute_milli = compute_milli;
-             r.models = std::move(models);
-             r.mig_profile = std::move(mig_profile);
-             r.gang = std::move(gang);
+             g::Request r{.name = std::move(name), .cpu_milli = cpu_milli, .memory_mib = memory_mib,
+                          .gpu_count = gpu_count, .gpu_milli = gpu_milli, .gpu_memory_mib = gpu_memory_mib,
+                          .compute_milli = compute_milli, .models = std::move(models),
+                          .mig_profile = std::move(mig_profile), .gang = std::move(gang)};
              r.validate_and_normalise();
              return r;
            }),
@@ -158,16 +128,9 @@ void bind_gpu(py::module_& parent) {
            py::arg("compute_milli") = 0, py::arg("models") = std::vector<std::string>{}, py::arg("mig_profile") = "",
            py::arg("gang") = "")
       .def_static("from_json", &g::request_from_json, py::arg("json"))
-      .def_readwrite("name", &g::Request::name)
-      .def_readwrite("cpu_milli", &g::Request::cpu_milli)
-      .def_readwrite("memory_mib", &g::Request::memory_mib)
-      .def_readwrite("gpu_count", &g::Request::gpu_count)
-      .def_readwrite("gpu_milli", &g::Request::gpu_milli)
-      .def_readwrite("gpu_memory_mib", &g::Request::gpu_memory_mib)
-      .def_readwrite("compute_milli", &g::Request::compute_milli)
-      .def_readwrite("models", &g::Request::models)
-      .def_readwrite("mig_profile", &g::Request::mig_profile)
-      .def_readwrite("gang", &g::Request::gang)
+      KT_RW(g::Request, name) KT_RW(g::Request, cpu_milli) KT_RW(g::Request, memory_mib) KT_RW(g::Request, gpu_count)
+      KT_RW(g::Request, gpu_milli) KT_RW(g::Request, gpu_memory_mib) KT_RW(g::Request, compute_milli)
+      KT_RW(g::Request, models) KT_RW(g::Request, mig_profile) KT_RW(g::Request, gang)
       .def_property_readonly("total_gpu_milli", &g::Request::total_gpu_milli)
       .def("__repr__", [](const g::Request& r) {
         return "Request(name='" + r.name + "', cpu_milli=" + std::to_string(r.cpu_milli) +
@@ -184,18 +147,13 @@ void bind_gpu(py::module_& parent) {
           [](g::Cluster& c, std::string name, std::int64_t cpu_milli, std::int64_t memory_mib, int gpus,
              std::int64_t gpu_memory_mib, std::string model, bool mig, int nvlink_islands,
              std::int64_t gpu_memory_total_mib, std::int64_t gpu_memory_unit_mib) {
-            g::NodeSpec s;
-            s.name = std::move(name);
-            s.cpu_milli = cpu_milli;
-            s.memory_mib = memory_mib;
-            s.num_gpus = gpus;
-            s.gpu_memory_mib = gpu_memory_mib;
-            s.gpu_memory_total_mib = gpu_memory_total_mib;
-            s.gpu_memory_unit_mib = gpu_memory_unit_mib;
-            s.model = std::move(model);
-            s.mig = mig;
-            if (nvlink_islands > 0)
-              s.topology = std::make_shared<g::Topology>(g::Topology::nvlink_islands(gpus, nvlink_islands));
+            g::NodeSpec s{.name = std::move(name), .cpu_milli = cpu_milli, .memory_mib = memory_mib,
+                          .num_gpus = gpus, .gpu_memory_mib = gpu_memory_mib,
+                          .gpu_memory_total_mib = gpu_memory_total_mib, .gpu_memory_unit_mib = gpu_memory_unit_mib,
+                          .model = std::move(model), .mig = mig,
+                          .topology = nvlink_islands > 0 ? std::make_shared<g::Topology>(
+                                                               g::Topology::nvlink_islands(gpus, nvlink_islands))
+                                                         : nullptr};
             return c.add_node(std::move(s));
           },
           py::arg("name"), py::kw_only(), py::arg("cpu_milli"), py::arg("memory_mib") = 0, py::arg("gpus") = 0,
@@ -231,14 +189,10 @@ void bind_gpu(py::module_& parent) {
       .def(py::init([](const g::Cluster& c, const std::string& policy, std::optional<std::vector<g::Request>> workload,
                        double popularity, bool gpu_weighted_typical, bool kube_semantics, bool indexed,
                        std::uint64_t seed) {
-             g::AllocatorConfig cfg;
-             cfg.policy = policy;
-             if (workload) cfg.workload = std::move(*workload);
-             cfg.popularity = popularity;
-             cfg.gpu_weighted_typical = gpu_weighted_typical;
-             cfg.kube_semantics = kube_semantics;
-             cfg.indexed = indexed;
-             cfg.seed = seed;
+             const g::AllocatorConfig cfg{.policy = policy,
+                                          .workload = std::move(workload).value_or(std::vector<g::Request>{}),
+                                          .popularity = popularity, .gpu_weighted_typical = gpu_weighted_typical,
+                                          .kube_semantics = kube_semantics, .indexed = indexed, .seed = seed};
              return g::make_allocator(c, cfg);
            }),
            py::arg("cluster"), py::arg("policy") = "best_fit", py::kw_only(), py::arg("workload") = py::none(),
@@ -276,18 +230,14 @@ void bind_gpu(py::module_& parent) {
               ps = a.place_gang(members, gp);
             }
             if (!ps) return py::none();
-            py::list out;
-            for (const auto& p : *ps) out.append(placement_dict(p));
-            return out;
+            return placement_list(*ps);
           },
           py::arg("members"), py::arg("preference") = "pack", "All-or-nothing gang placement (None when it fails)")
       .def("release", &g::Allocator::release, py::arg("id"))
       .def(
           "set_gpu_health",
           [](g::Allocator& a, const py::object& node, int gpu, bool healthy) {
-            py::list out;
-            for (const auto& p : a.set_gpu_health(node_index(a, node), gpu, healthy)) out.append(placement_dict(p));
-            return out;
+            return placement_list(a.set_gpu_health(node_index(a, node), gpu, healthy));
           },
           py::arg("node"), py::arg("gpu"), py::arg("healthy"),
           "Marks a GPU (node index or name) healthy or unhealthy; returns the placements using it (to evict). An "
@@ -299,11 +249,7 @@ void bind_gpu(py::module_& parent) {
       .def("unhealthy_gpus", &g::Allocator::unhealthy_gpus, "[(node index, gpu index), ...]")
       .def(
           "placements_on_unhealthy",
-          [](const g::Allocator& a) {
-            py::list out;
-            for (const auto& p : a.placements_on_unhealthy()) out.append(placement_dict(p));
-            return out;
-          },
+          [](const g::Allocator& a) { return placement_list(a.placements_on_unhealthy()); },
           "Placements using at least one unhealthy GPU")
       .def("release_by_name", &g::Allocator::release_by_name, py::arg("name"))
       .def(
@@ -328,20 +274,12 @@ void bind_gpu(py::module_& parent) {
           "node_state",
           [](const g::Allocator& a, int node) {
             g::NodeState st = a.node_state(node);
-            py::dict d;
-            d["cpu_free"] = st.cpu_free;
-            d["memory_free"] = st.memory_free;
-            py::list gl;
-            for (const auto& gs : st.gpus) {
-              py::dict x;
-              x["milli_free"] = gs.milli_free;
-              x["memory_free"] = gs.memory_free;
-              x["mig_used_mask"] = static_cast<int>(gs.mig.used_mask);
-              x["healthy"] = gs.healthy;
-              gl.append(x);
-            }
-            d["gpus"] = gl;
-            return d;
+            return py::dict("cpu_free"_a = st.cpu_free, "memory_free"_a = st.memory_free,
+                            "gpus"_a = list_of(st.gpus, [](const auto& gs) {
+                              return py::dict("milli_free"_a = gs.milli_free, "memory_free"_a = gs.memory_free,
+                                              "mig_used_mask"_a = static_cast<int>(gs.mig.used_mask),
+                                              "healthy"_a = gs.healthy);
+                            }));
           },
           py::arg("node"))
       .def(
@@ -349,17 +287,13 @@ void bind_gpu(py::module_& parent) {
           [](const g::Allocator& a, std::optional<std::vector<g::Request>> workload) {
             g::AllocatorStats s =
                 a.stats(workload ? g::typical_pods_for(a.cluster(), "fgd", *workload) : std::vector<g::TypicalPod>{});
-            py::dict d;
-            d["gpu_milli_capacity"] = s.gpu_milli_capacity;
-            d["gpu_milli_allocated"] = s.gpu_milli_allocated;
-            d["cpu_milli_allocated"] = s.cpu_milli_allocated;
-            d["placements"] = s.placements;
-            d["fully_free_gpus"] = s.fully_free_gpus;
-            d["unhealthy_gpus"] = s.unhealthy_gpus;
-            d["placements_on_unhealthy"] = s.placements_on_unhealthy;
-            d["fragmentation_milli"] = s.fragmentation_milli;
-            d["fragmentation_ratio"] = s.fragmentation_ratio;
-            return d;
+            return py::dict("gpu_milli_capacity"_a = s.gpu_milli_capacity,
+                            "gpu_milli_allocated"_a = s.gpu_milli_allocated,
+                            "cpu_milli_allocated"_a = s.cpu_milli_allocated, "placements"_a = s.placements,
+                            "fully_free_gpus"_a = s.fully_free_gpus, "unhealthy_gpus"_a = s.unhealthy_gpus,
+                            "placements_on_unhealthy"_a = s.placements_on_unhealthy,
+                            "fragmentation_milli"_a = s.fragmentation_milli,
+                            "fragmentation_ratio"_a = s.fragmentation_ratio);
           },
           py::arg("workload") = py::none());
 
@@ -378,12 +312,8 @@ void bind_gpu(py::module_& parent) {
       m, "Extender", "kube-scheduler's extender v1 verbs over an Allocator, with state kept from the Kubernetes API")
       .def(py::init([](std::shared_ptr<g::Allocator> a, const std::string& policy, std::int64_t unit, double ttl,
                        std::size_t max_pending, double grace, std::size_t max_body, std::uint64_t seed) {
-             g::ExtenderConfig cfg;
-             cfg.gpu_mem_unit_mib = unit;
-             cfg.pending_ttl_s = ttl;
-             cfg.max_pending = max_pending;
-             cfg.assume_grace_s = grace;
-             cfg.max_body_bytes = max_body;
+             const g::ExtenderConfig cfg{.gpu_mem_unit_mib = unit, .pending_ttl_s = ttl, .max_pending = max_pending,
+                                         .assume_grace_s = grace, .max_body_bytes = max_body};
              if (a) return std::make_shared<g::Extender>(std::move(a), cfg);
              g::AllocatorConfig ac;
              ac.policy = policy;
@@ -421,18 +351,11 @@ void bind_gpu(py::module_& parent) {
         const g::ExtenderStatus s = e.status();
         py::dict counters;
         s.counters.each([&](const char* k, std::int64_t v) { counters[k] = v; });
-        py::dict d;
-        d["ready"] = s.ready;
-        d["nodes"] = s.nodes;
-        d["gpus"] = s.gpus;
-        d["placements"] = s.placements;
-        d["pending"] = s.pending;
-        d["binding"] = s.binding;
-        d["gpu_milli_capacity"] = s.alloc.gpu_milli_capacity;
-        d["gpu_milli_allocated"] = s.alloc.gpu_milli_allocated;
-        d["unhealthy_gpus"] = s.alloc.unhealthy_gpus;
-        d["counters"] = counters;
-        return d;
+        return py::dict("ready"_a = s.ready, "nodes"_a = s.nodes, "gpus"_a = s.gpus, "placements"_a = s.placements,
+                        "pending"_a = s.pending, "binding"_a = s.binding,
+                        "gpu_milli_capacity"_a = s.alloc.gpu_milli_capacity,
+                        "gpu_milli_allocated"_a = s.alloc.gpu_milli_allocated,
+                        "unhealthy_gpus"_a = s.alloc.unhealthy_gpus, "counters"_a = counters);
       });
 
   m.def("load_trace_cluster", &g::load_trace_cluster, py::arg("csv_path"), py::arg("gpu_nodes_only") = true);
@@ -449,29 +372,17 @@ void bind_gpu(py::module_& parent) {
       "replay",
       [](const g::Cluster& c, const std::vector<g::Request>& pods, const std::string& policy, std::uint64_t seed,
          double inflation, bool kube_semantics, bool gpu_weighted_typical, double step_pct) {
-        g::ReplayOptions o;
-        o.policy = policy;
-        o.seed = seed;
-        o.inflation = inflation;
-        o.kube_semantics = kube_semantics;
-        o.gpu_weighted_typical = gpu_weighted_typical;
-        o.step_pct = step_pct;
+        const g::ReplayOptions o{.policy = policy, .inflation = inflation, .seed = seed,
+                                 .kube_semantics = kube_semantics, .gpu_weighted_typical = gpu_weighted_typical,
+                                 .step_pct = step_pct};
         g::ReplayResult r;
         {
           py::gil_scoped_release rel;
           r = g::replay(c, pods, o);
         }
-        py::dict d;
-        d["policy"] = r.policy;
-        d["seed"] = r.seed;
-        d["pods_arrived"] = r.pods_arrived;
-        d["pods_failed"] = r.pods_failed;
-        d["seconds"] = r.seconds;
-        d["at_100"] = point_dict(r.at_100);
-        py::list curve;
-        for (const auto& p : r.curve) curve.append(point_dict(p));
-        d["curve"] = curve;
-        return d;
+        return py::dict("policy"_a = r.policy, "seed"_a = r.seed, "pods_arrived"_a = r.pods_arrived,
+                        "pods_failed"_a = r.pods_failed, "seconds"_a = r.seconds, "at_100"_a = point_dict(r.at_100),
+                        "curve"_a = list_of(r.curve, point_dict));
       },
       py::arg("cluster"), py::arg("pods"), py::arg("policy") = "fgd", py::kw_only(), py::arg("seed") = 42,
       py::arg("inflation") = 1.3, py::arg("kube_semantics") = true, py::arg("gpu_weighted_typical") = true,
@@ -501,17 +412,10 @@ void bind_gpu(py::module_& parent) {
   m.def(
       "mig_models",
       [] {
-        py::list out;
-        for (const g::MigModel& mm : g::mig_models()) {
-          py::dict d;
-          d["name"] = mm.name;
-          d["aliases"] = mm.aliases;
-          py::list ps;
-          for (const auto& p : mm.profiles) ps.append(profile_dict(p));
-          d["profiles"] = ps;
-          out.append(d);
-        }
-        return out;
+        return list_of(g::mig_models(), [](const g::MigModel& mm) {
+          return py::dict("name"_a = mm.name, "aliases"_a = mm.aliases,
+                          "profiles"_a = list_of(mm.profiles, profile_dict));
+        });
       },
       "The GPU model -> MIG profile table (NVIDIA MIG user guide)");
   m.def("gpushare_allocate_json", &g::gpushare_allocate_json, py::arg("request_json"),

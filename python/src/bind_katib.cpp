@@ -8,6 +8,18 @@
 #include "kubetune/core/katib.hpp"
 
 namespace kubetune::python {
+namespace {
+/// f() (a JSON reply) run without the GIL, as Python data.
+template <class F>
+py::object json_reply_without_gil(F f) {
+  nlohmann::json reply;
+  {
+    py::gil_scoped_release rel;
+    reply = f();
+  }
+  return json_to_py(reply);
+}
+}  // namespace
 
 void bind_katib(py::module_& m) {
   py::module_ k = m.def_submodule("_katib", "Katib Suggestion service logic (used by kubetune.katib)");
@@ -16,25 +28,15 @@ void bind_katib(py::module_& m) {
   k.def(
       "get_suggestions",
       [](py::handle request) {
-        nlohmann::json req = py_to_json(request);
-        nlohmann::json reply;
-        {
-          py::gil_scoped_release rel;
-          reply = katib::get_suggestions(req);
-        }
-        return json_to_py(reply);
+        const nlohmann::json req = py_to_json(request);
+        return json_reply_without_gil([&] { return katib::get_suggestions(req); });
       },
       py::arg("request"), "GetSuggestions on the request dict (see kubetune/core/katib.hpp); returns the reply dict.");
   k.def(
       "get_suggestions_wire",
       [](const py::bytes& request) {
         std::string_view bytes = request;  // the bytes object outlives the call
-        nlohmann::json reply;
-        {
-          py::gil_scoped_release rel;
-          reply = katib::get_suggestions_wire(bytes);
-        }
-        return json_to_py(reply);
+        return json_reply_without_gil([&] { return katib::get_suggestions_wire(bytes); });
       },
       py::arg("request"), "GetSuggestions on a serialized api.v1beta1.GetSuggestionsRequest; returns the reply dict.");
   k.def(

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "dict_conv.hpp"
 #include "json_conv.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/study.hpp"
@@ -17,39 +18,30 @@
 namespace kubetune::python {
 namespace {
 using namespace kubetune::search;
-
-
-template <class T, class Base, class F>
-std::shared_ptr<T> build(F from_json, const nlohmann::json& j) {
-  std::unique_ptr<Base> p = from_json(j);
-  return std::shared_ptr<T>(static_cast<T*>(p.release()));
-}
+using namespace py::literals;
 
 py::list brackets_to_py(const std::vector<Bracket>& bs) {
-  py::list out;
-  for (const auto& b : bs) {
-    py::list rungs;
-    for (const auto& r : b.rungs) rungs.append(py::make_tuple(r.n, r.resource));
-    py::dict d;
-    d["s"] = b.s;
-    d["rungs"] = rungs;
-    d["configs"] = b.configs();
-    d["total_resource"] = b.total_resource();
-    out.append(d);
-  }
-  return out;
+  return list_of(bs, [](const Bracket& b) {
+    auto rung = [](const auto& r) { return py::make_tuple(r.n, r.resource); };
+    return py::dict("s"_a = b.s, "rungs"_a = list_of(b.rungs, rung), "configs"_a = b.configs(),
+                    "total_resource"_a = b.total_resource());
+  });
 }
 
 py::dict progress_to_py(const Hyperband::Progress& p) {
-  py::dict d;
-  d["brackets_total"] = p.brackets_total;
-  d["brackets_started"] = p.brackets_started;
-  d["brackets_finished"] = p.brackets_finished;
-  d["running"] = p.running;
-  d["ready"] = p.ready;
-  d["finished"] = p.finished;
-  d["waiting"] = p.waiting;
-  return d;
+  return py::dict("brackets_total"_a = p.brackets_total, "brackets_started"_a = p.brackets_started,
+                  "brackets_finished"_a = p.brackets_finished, "running"_a = p.running, "ready"_a = p.ready,
+                  "finished"_a = p.finished, "waiting"_a = p.waiting);
+}
+
+/// __init__(first, **kw) of a class whose settings table also takes `first` (e.g. resource_name) by position.
+template <class T, class Base, class First>
+auto init_with_first(const nlohmann::json& schema, const char* cls, const char* type, const char* first) {
+  return py::init([&schema, cls, type, first](First value, const py::kwargs& kw) {
+    nlohmann::json j = settings_from_kwargs(kw, schema, cls, type);
+    j[first] = value;
+    return build_as<T, Base>(j);
+  });
 }
 
 // A configuration from a sequence/array of coordinates or a dict {"x0": .., ...} (or an object with .params).
@@ -72,6 +64,15 @@ std::vector<double> coords(const LearningCurves& lc, py::handle h, double* budge
     return u;
   }
   return h.cast<std::vector<double>>();
+}
+
+/// LearningCurves.value / __call__: the noisy value at `budget` (default: the dict's resource_name entry, else
+/// max_budget).
+double curve_value(const LearningCurves& l, py::handle u, std::optional<double> budget,
+                   const std::string& resource_name) {
+  double b = budget.value_or(l.config().max_budget);
+  auto x = coords(l, u, budget ? nullptr : &b, resource_name);
+  return l.value(x, b);
 }
 
 }  // namespace
@@ -99,17 +100,14 @@ void bind_multifidelity(py::module_& m) {
       "halving with one bracket.",
       hb_schema);
   py::class_<Hyperband, Searcher, std::shared_ptr<Hyperband>>(m, "Hyperband", hb_doc.c_str())
-      .def(py::init([](const std::string& resource_name, const py::kwargs& kw) {
-             nlohmann::json j = settings_from_kwargs(kw, hb_schema, "Hyperband", "hyperband");
-             j["resource_name"] = resource_name;
-             return build<Hyperband, Searcher>(&Hyperband::from_json, j);
-           }),
+      .def(init_with_first<Hyperband, Searcher, const std::string&>(hb_schema, "Hyperband", "hyperband",
+                                                                     "resource_name"),
            py::arg("resource_name"), "resource_name, then keyword arguments as listed in the class docstring.")
       .def_static("_settings_schema", [] { return schema_to_py(hb_schema, {"resource_name"}, {"resource_name"}); },
                   "The settings table (for stubs and docs).")
       .def_static(
           "from_katib",
-          [](py::handle s) { return build<Hyperband, Searcher>(&Hyperband::from_json, katib_settings(s, "hyperband")); },
+          [](py::handle s) { return build_as<Hyperband, Searcher>(katib_settings(s, "hyperband")); },
           py::arg("settings"), "Build from Katib algorithmSettings (r_l, resource_name, eta; values may be strings).")
       .def_property_readonly("brackets", [](const Hyperband& h) { return brackets_to_py(h.brackets()); })
       .def(
@@ -124,16 +122,12 @@ void bind_multifidelity(py::module_& m) {
       "enough observations. Defaults as the paper/HpBandSter; n_iterations=0 repeats brackets forever.",
       bohb_schema);
   py::class_<BOHB, Hyperband, std::shared_ptr<BOHB>>(m, "BOHB", bohb_doc.c_str())
-      .def(py::init([](const std::string& resource_name, const py::kwargs& kw) {
-             nlohmann::json j = settings_from_kwargs(kw, bohb_schema, "BOHB", "bohb");
-             j["resource_name"] = resource_name;
-             return build<BOHB, Searcher>(&BOHB::from_json, j);
-           }),
+      .def(init_with_first<BOHB, Searcher, const std::string&>(bohb_schema, "BOHB", "bohb", "resource_name"),
            py::arg("resource_name"), "resource_name, then keyword arguments as listed in the class docstring.")
       .def_static("_settings_schema", [] { return schema_to_py(bohb_schema, {"resource_name"}, {"resource_name"}); },
                   "The settings table (for stubs and docs).")
       .def_static(
-          "from_katib", [](py::handle s) { return build<BOHB, Searcher>(&BOHB::from_json, katib_settings(s, "bohb")); },
+          "from_katib", [](py::handle s) { return build_as<BOHB, Searcher>(katib_settings(s, "bohb")); },
           py::arg("settings"));
 
   settings_class<ASHA, Searcher>(
@@ -165,7 +159,7 @@ void bind_multifidelity(py::module_& m) {
       "Katib's medianstop service (mean of first-start_step averages, checked once).")
       .def_static(
           "from_katib",
-          [](py::handle s) { return build<MedianStop, Pruner>(&MedianStop::from_json, katib_settings(s, "median_stop")); },
+          [](py::handle s) { return build_as<MedianStop, Pruner>(katib_settings(s, "median_stop")); },
           py::arg("settings") = py::none(), "Build from Katib earlyStopping algorithmSettings.");
 
   static const std::string pct_doc = settings_docstring(
@@ -173,11 +167,8 @@ void bind_multifidelity(py::module_& m) {
       "than the given percentile of completed trials' values at the same step.",
       pct_schema);
   py::class_<PercentilePruner, Pruner, std::shared_ptr<PercentilePruner>>(m, "PercentilePruner", pct_doc.c_str())
-      .def(py::init([](double percentile, const py::kwargs& kw) {
-             nlohmann::json j = settings_from_kwargs(kw, pct_schema, "PercentilePruner", "percentile");
-             j["percentile"] = percentile;
-             return build<PercentilePruner, Pruner>(&PercentilePruner::from_json, j);
-           }),
+      .def(init_with_first<PercentilePruner, Pruner, double>(pct_schema, "PercentilePruner", "percentile",
+                                                              "percentile"),
            py::arg("percentile") = PercentilePruner::Config{}.percentile,
            "percentile, then keyword arguments as listed in the class docstring.")
       .def_static("_settings_schema", [] { return schema_to_py(pct_schema, {"percentile"}); },
@@ -202,23 +193,11 @@ void bind_multifidelity(py::module_& m) {
       .def(
           "final_value", [](const LearningCurves& l, py::handle u) { return l.final_value(coords(l, u, nullptr, "")); },
           py::arg("config"), "Noise-free value at max_budget (the configuration's true objective).")
-      .def(
-          "value",
-          [](const LearningCurves& l, py::handle u, std::optional<double> budget, const std::string& resource_name) {
-            double b = budget.value_or(l.config().max_budget);
-            auto x = coords(l, u, budget ? nullptr : &b, resource_name);
-            return l.value(x, b);
-          },
-          py::arg("config"), py::arg("budget") = py::none(), py::kw_only(), py::arg("resource_name") = "epochs",
-          "Noisy curve value at `budget` (default: the dict's resource_name entry, else max_budget).")
-      .def(
-          "__call__",
-          [](const LearningCurves& l, py::handle u, std::optional<double> budget, const std::string& resource_name) {
-            double b = budget.value_or(l.config().max_budget);
-            auto x = coords(l, u, budget ? nullptr : &b, resource_name);
-            return l.value(x, b);
-          },
-          py::arg("config"), py::arg("budget") = py::none(), py::kw_only(), py::arg("resource_name") = "epochs")
+      .def("value", &curve_value, py::arg("config"), py::arg("budget") = py::none(), py::kw_only(),
+           py::arg("resource_name") = "epochs",
+           "Noisy curve value at `budget` (default: the dict's resource_name entry, else max_budget).")
+      .def("__call__", &curve_value, py::arg("config"), py::arg("budget") = py::none(), py::kw_only(),
+           py::arg("resource_name") = "epochs")
       .def(
           "mean_value", [](const LearningCurves& l, py::handle u, double b) { return l.mean_value(coords(l, u, nullptr, ""), b); },
           py::arg("config"), py::arg("budget"))

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "dict_conv.hpp"
 #include "json_conv.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/nas/darts.hpp"
@@ -17,6 +18,7 @@ namespace kubetune::python {
 
 namespace {
 namespace nas = kubetune::nas;
+using namespace py::literals;
 using FArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
 using IArray = py::array_t<int, py::array::c_style | py::array::forcecast>;
 
@@ -37,18 +39,11 @@ Images check_images(const FArray& X, const IArray& y) {
 }
 
 py::dict epoch_dict(const nas::EpochStats& s, int edges, int ops) {
-  py::dict d;
-  d["epoch"] = s.epoch;
-  d["lr"] = s.lr;
-  d["train_loss"] = s.train_loss;
-  d["train_acc"] = s.train_acc;
-  d["val_loss"] = s.val_loss;
-  d["val_acc"] = s.val_acc;
-  d["seconds"] = s.seconds;
-  d["alpha_normal"] = py::array_t<float>({edges, ops}, s.alpha_normal.data());
-  d["alpha_reduce"] = py::array_t<float>({edges, ops}, s.alpha_reduce.data());
-  d["genotype"] = s.genotype;
-  return d;
+  return py::dict("epoch"_a = s.epoch, "lr"_a = s.lr, "train_loss"_a = s.train_loss, "train_acc"_a = s.train_acc,
+                  "val_loss"_a = s.val_loss, "val_acc"_a = s.val_acc, "seconds"_a = s.seconds,
+                  "alpha_normal"_a = py::array_t<float>({edges, ops}, s.alpha_normal.data()),
+                  "alpha_reduce"_a = py::array_t<float>({edges, ops}, s.alpha_reduce.data()),
+                  "genotype"_a = s.genotype);
 }
 
 nas::DartsConfig make_config(const py::kwargs& kw) {
@@ -90,12 +85,8 @@ auto file_call(F f) -> decltype(f()) {
 }
 
 py::dict genotype_dict(const nas::Genotype& g) {
-  py::dict d;
-  d["normal"] = g.normal;
-  d["normal_concat"] = g.normal_concat;
-  d["reduce"] = g.reduce;
-  d["reduce_concat"] = g.reduce_concat;
-  return d;
+  return py::dict("normal"_a = g.normal, "normal_concat"_a = g.normal_concat, "reduce"_a = g.reduce,
+                  "reduce_concat"_a = g.reduce_concat);
 }
 
 }  // namespace
@@ -190,23 +181,16 @@ void bind_nas(py::module_& m) {
       "pool_stats",
       [](const std::string& device) {
         auto st = nas::pool_stats(nas::parse_device(device));
-        py::dict d;
-        d["in_use"] = st.in_use;
-        d["cached"] = st.cached;
-        d["peak"] = st.peak;
-        d["raw_allocs"] = st.raw_allocs;
-        return d;
+        return py::dict("in_use"_a = st.in_use, "cached"_a = st.cached, "peak"_a = st.peak,
+                        "raw_allocs"_a = st.raw_allocs);
       },
       py::arg("device") = "cpu", "Byte counters of the device's caching memory pool");
   s.def("pool_reset_peak", [](const std::string& d) { nas::pool_reset_peak(nas::parse_device(d)); },
         py::arg("device") = "cpu");
 
   py::class_<nas::Genotype>(s, "Genotype", "Discrete cell architecture derived from the alphas (DARTS' format)")
-      .def_readonly("normal", &nas::Genotype::normal)
-      .def_readonly("normal_concat", &nas::Genotype::normal_concat)
-      .def_readonly("reduce", &nas::Genotype::reduce)
-      .def_readonly("reduce_concat", &nas::Genotype::reduce_concat)
-      .def_readonly("edges_per_node", &nas::Genotype::edges_per_node)
+      KT_RO(nas::Genotype, normal) KT_RO(nas::Genotype, normal_concat) KT_RO(nas::Genotype, reduce)
+      KT_RO(nas::Genotype, reduce_concat) KT_RO(nas::Genotype, edges_per_node)
       .def("to_darts_string", &nas::Genotype::to_darts_string)
       .def("to_katib_string", &nas::Genotype::to_katib_string)
       .def("to_json", &nas::Genotype::to_json)
@@ -255,13 +239,9 @@ void bind_nas(py::module_& m) {
               py::gil_scoped_release rel;
               res = d.search(im.x.data(), im.y.data(), im.n, im.c, im.h, im.w, epochs, fe, fs);
             }
-            py::list hist;
-            for (const auto& st : res.history) hist.append(epoch_dict(st, E, K));
-            py::dict out;
-            out["history"] = hist;
-            out["genotype"] = res.genotype;
-            out["best_val_acc"] = res.best_val_acc;
-            return out;
+            auto epoch = [&](const nas::EpochStats& st) { return epoch_dict(st, E, K); };
+            return py::dict("history"_a = list_of(res.history, epoch), "genotype"_a = res.genotype,
+                            "best_val_acc"_a = res.best_val_acc);
           },
           py::arg("X"), py::arg("y"), py::arg("epochs"), py::arg("on_epoch") = py::none(),
           py::arg("on_step") = py::none(),
