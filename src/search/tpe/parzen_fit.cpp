@@ -224,15 +224,17 @@ void ParzenEstimator::fit_widths(std::size_t d, std::size_t n, const ParzenOptio
   for (std::size_t j = 0; j < n; ++j) sg[order[j]] = w[j];
 }
 
-// Whether order is the stable argsort of v[0..n) (ascending, ties by index), in branch-free reductions; leaves
-// v in that order in sorted_.
+// Whether order is the stable argsort of v[0..n) (ascending, ties by index: which also makes it a permutation),
+// in one pass; leaves v in that order in sorted_.
 bool ParzenEstimator::is_stable_argsort(const double* v, std::size_t n, const std::size_t* order) {
-  bool bad = false;
-  for (std::size_t j = 0; j < n; ++j) bad |= order[j] >= n;
-  if (bad) return false;
   double* s = sorted_.data();
-  for (std::size_t j = 0; j < n; ++j) s[j] = v[order[j]];
-  for (std::size_t j = 1; j < n; ++j) bad |= !(s[j - 1] < s[j] || (s[j - 1] == s[j] && order[j - 1] < order[j]));
+  bool bad = false;
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::size_t o = order[j];
+    bad |= o >= n;
+    s[j] = v[o < n ? o : 0];
+    if (j > 0) bad |= !(s[j - 1] < s[j] || (s[j - 1] == s[j] && order[j - 1] < o));
+  }
   return !bad;
 }
 
