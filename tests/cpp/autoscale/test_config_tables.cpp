@@ -10,7 +10,7 @@
 #include "kubetune/sched/autoscale/hpa.hpp"
 #include "kubetune/sched/autoscale/kpa.hpp"
 #include "kubetune/sched/autoscale/simulate.hpp"
-#include "error_of.hpp"
+#include "../error_of.hpp"
 
 using namespace kubetune::sched::autoscale;
 using nlohmann::json;

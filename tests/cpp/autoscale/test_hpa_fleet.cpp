@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "error_of.hpp"
+#include "../error_of.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/rng.hpp"
 #include "kubetune/sched/autoscale/hpa.hpp"

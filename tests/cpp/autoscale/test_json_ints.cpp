@@ -7,7 +7,7 @@
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/autoscale/hpa.hpp"
 #include "kubetune/sched/autoscale/kpa.hpp"
-#include "error_of.hpp"
+#include "../error_of.hpp"
 
 using namespace kubetune::sched::autoscale;
 

@@ -8,7 +8,7 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/sched/autoscale/kpa.hpp"
-#include "error_of.hpp"
+#include "../error_of.hpp"
 
 using namespace kubetune::sched::autoscale;
 using kubetune::InvalidArgument;

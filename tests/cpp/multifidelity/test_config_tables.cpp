@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../error_of.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/search/multifidelity/asha.hpp"
 #include "kubetune/search/multifidelity/bohb.hpp"
@@ -14,16 +15,6 @@
 namespace {
 using nlohmann::json;
 using namespace kubetune::search;
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const kubetune::InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(MultiFidelityTables, EveryConfigRoundTrips) {
   const json configs[] = {

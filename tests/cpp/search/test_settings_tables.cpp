@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../error_of.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/search/grid.hpp"
 #include "kubetune/search/random.hpp"
@@ -13,16 +14,6 @@
 namespace {
 using nlohmann::json;
 using namespace kubetune::search;
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const kubetune::InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(SettingsTables, SobolSeedAliasAndTheOneBooleanRule) {
   auto a = Sobol::from_json({{"type", "sobol"}, {"random_state", "7"}, {"scramble", "False"}, {"skip", 3}});

@@ -1,4 +1,4 @@
-// Shared by the autoscale suites: the message of the InvalidArgument that f throws ("" if none).
+// Shared by the C++ suites (#include "../error_of.hpp"): the message of the InvalidArgument that f throws ("" if none).
 #pragma once
 
 #include <string>
