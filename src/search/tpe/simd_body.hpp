@@ -25,6 +25,15 @@ double max_lane(const B& v) {
   return m;
 }
 
+// erfc(x), its argument clamped to [-40, 40] (erfc(40) is 0 and erfc(-40) is 2 in double): xsimd's erfc takes
+// exp(-x^2) through a float-to-int conversion that is out of range (undefined) once x^2 is beyond about 6e18,
+// e.g. a bound 1e12 widths away when the widths are not clipped. NaN stays NaN.
+template <class B>
+B erfc_of(const B& x) {
+  const B lim(40.0);
+  return xsimd::erfc(xsimd::select(x > lim, lim, xsimd::select(x < -lim, -lim, x)));
+}
+
 // P points at once: each table entry is loaded once for all of them.
 template <class Arch, std::size_t P>
 void joint_terms_of(const JointArgs& a, std::size_t first) {
@@ -120,7 +129,7 @@ void kernel_constants(const ConstantArgs& a) {
     const auto inside = (za <= zero) && (zb >= zero);
     B lz = zero;
     if (xsimd::any((za > -inner) || (zb < inner)))
-      lz = xsimd::log1p(-(half * (xsimd::erfc(-za * rs2) + xsimd::erfc(zb * rs2))));
+      lz = xsimd::log1p(-(half * (erfc_of(-za * rs2) + erfc_of(zb * rs2))));
     xsimd::select(inside, lz, nan).store_unaligned(a.lz + k);
   }
 }
@@ -143,7 +152,7 @@ void edge_tails(const EdgeArgs& a) {
   const B e(a.e), scale(kSqrt1_2), half(0.5);
   for (std::size_t k = 0; k < a.n; k += B::size) {
     const B z = xsimd::abs(e - B::load_unaligned(a.mu + k)) / B::load_unaligned(a.sigma + k);
-    (half * xsimd::erfc(z * scale)).store_unaligned(a.out + k);
+    (half * erfc_of(z * scale)).store_unaligned(a.out + k);
   }
 }
 
