@@ -7,6 +7,8 @@
 #include <numeric>
 #include <unordered_set>
 
+#include <nlohmann/json.hpp>
+
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/rng.hpp"
 #include "kubetune/core/config_fields.hpp"

@@ -5,6 +5,8 @@
 #include <bit>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/rng.hpp"
 #include "kubetune/core/config_fields.hpp"

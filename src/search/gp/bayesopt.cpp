@@ -15,6 +15,8 @@
 
 #include <LBFGSB.h>
 
+#include <nlohmann/json.hpp>
+
 #include "kubetune/core/config_fields.hpp"
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/parallel.hpp"

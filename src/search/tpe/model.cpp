@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "kubetune/core/rng.hpp"
 #include "model.hpp"
 

@@ -1,5 +1,8 @@
 // Registration of the TPE searcher ("tpe", and Katib's "multivariate-tpe") with the core registry.
 #include "kubetune/search/registration.hpp"
+
+#include <nlohmann/json.hpp>
+
 #include "kubetune/search/tpe.hpp"
 
 namespace kubetune::search {

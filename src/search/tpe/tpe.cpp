@@ -13,6 +13,8 @@
 
 #ifdef _OPENMP
 #include <omp.h>
+
+#include <nlohmann/json.hpp>
 #endif
 
 namespace kubetune::search {

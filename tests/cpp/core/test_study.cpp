@@ -1,5 +1,6 @@
 // Study: ask/tell semantics, determinism, persistence (atomic, exact, corrupt files), thread safety.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <atomic>

@@ -1,6 +1,7 @@
 // Study::from_config (the one reading of a study config, shared by the C API and Python) and
 // distribution_from_string.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 

@@ -1,5 +1,6 @@
 // BOHB: KDE pieces, the synthetic learning-curve family, and BOHB beating Hyperband's random sampling.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,7 @@
 // Hyperband searcher: full runs follow the bracket table, promotions keep the point, many threads never
 // duplicate a (configuration, budget), state reloads bit for bit.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cmath>

@@ -1,5 +1,6 @@
 // ASHA rung decisions, median stopping (Vizier and Katib rules) and percentile pruning on hand-computed curves.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <set>

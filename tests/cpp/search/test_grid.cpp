@@ -1,5 +1,6 @@
 // Tests of grid search: Katib axes, enumeration order and counts, conditions, exhaustion, batch, reload, errors.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <mutex>

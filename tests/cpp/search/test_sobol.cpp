@@ -1,5 +1,6 @@
 // Tests of the Sobol' generator (against scipy's unscrambled values, net property, determinism) and searcher.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,6 @@
 // TPE searcher: config and Katib settings, split rules, quality vs random, batches, conditions, save/load.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
