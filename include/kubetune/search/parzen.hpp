@@ -119,7 +119,8 @@ class ParzenEstimator {
   // Per dimension d, kernel k at d * stride_ + k. Continuous / Discrete: centre, width, and coef = 1 / (2
   // sigma^2); Categorical: centre = the observed index (-1: prior), coef = log hit - log miss of that kernel.
   std::vector<double> mu_, sigma_, coef_;
-  // Per dimension (continuous, discrete): - log sqrt(2 pi) - log sigma (+ log step: discrete, unused), and log Z.
+  // Per dimension (continuous, discrete): - log sqrt(2 pi) - log sigma (continuous dimensions add it to base), and
+  // log Z.
   std::vector<double> edge_, lz_;
   // The previous fit's tables (fit_constants reuses the constants of kernels that did not move).
   struct Previous {

@@ -28,7 +28,7 @@ double snap_to_grid(const ParzenDim& pd, double t) {
 }  // namespace
 
 // ------------------------------------------------------------------------------------------ log_pdf
-// For a batch of points: per discrete dimension, one row of simd discrete_correction per distinct value the
+// For a batch of points: per discrete dimension, one row of bin masses (simd bin_masses) per distinct value the
 // points take there, and each point's row (row_of[r * n_discrete + j] for the j-th discrete dimension).
 struct ParzenEstimator::DiscreteRows {
   std::size_t n_discrete = 0;

@@ -254,7 +254,7 @@ void ParzenEstimator::fit_constants(std::size_t d) {
   double* edge = edge_.data() + at;
   const std::size_t n_prev = prev_.valid ? prev_.stride : 0;
   auto prev = [&](const std::vector<double>& t) { return n_prev ? t.data() + prev_at : nullptr; };
-  simd::kernels().kernel_constants({sg, mu, stride_, (s > 0.0 ? std::log(s) : 0.0) - kLogSqrt2Pi, lo, hi,
+  simd::kernels().kernel_constants({sg, mu, stride_, -kLogSqrt2Pi, lo, hi,
                                     coef_.data() + at, edge, lz, prev(prev_.sigma), prev(prev_.mu),
                                     prev(prev_.coef), prev(prev_.edge), prev(prev_.lz), n_prev});
   // A discrete dimension's density is its bin mass, which log_pdf multiplies in (bin_masses): base gets 1 / Z.

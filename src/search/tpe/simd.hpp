@@ -22,7 +22,7 @@ struct ConstantArgs {
   const double* sigma;
   const double* mu;
   std::size_t n;
-  double shift;     ///< log step - log sqrt(2 pi) (continuous: no step)
+  double shift;     ///< - log sqrt(2 pi)
   double lo, hi;    ///< the (padded) support
   double* coef;     ///< out: 1 / (2 sigma^2)
   double* edge;     ///< out: shift - log sigma
