@@ -85,11 +85,7 @@ std::string read_string(const json& v, const std::string& label) {
   return v.get<std::string>();
 }
 
-std::string choices_text(const Field& f) {
-  std::string s;
-  for (const auto& c : f.choices) s += (s.empty() ? "" : ", ") + c;
-  return s;
-}
+std::string choices_text(const Field& f) { return join_names(f.choices); }
 
 int read_choice(const Field& f, const json& v, const std::string& label) {
   const std::string s = read_string(v, label);

@@ -25,12 +25,6 @@ constexpr std::int64_t kMaxInt32 = std::numeric_limits<std::int32_t>::max();
 const char* const kMedianStop = "medianstop";
 const char* const kPercentile = "percentile";
 
-std::string accepted_list(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 std::vector<std::string> accepted_settings(const std::string& algorithm) {
   if (algorithm == kMedianStop) return {"min_trials_required", "start_step", "rule"};
   return {"min_trials_required", "start_step", "percentile"};
@@ -39,7 +33,7 @@ std::vector<std::string> accepted_settings(const std::string& algorithm) {
 void check_algorithm(const std::string& algorithm) {
   const auto algos = stopping_algorithms();
   KT_CHECK(std::find(algos.begin(), algos.end(), algorithm) != algos.end(), InvalidArgument,
-           "unknown early stopping algorithm name '", algorithm, "' (accepted: ", accepted_list(algos), ")");
+           "unknown early stopping algorithm name '", algorithm, "' (accepted: ", join_names(algos), ")");
 }
 
 // Integer setting in [lo, hi]; the message names the algorithm, the setting and the value as given.
@@ -153,7 +147,7 @@ StoppingSettings parse_stopping_settings(const std::string& algorithm_name, cons
   std::set<std::string> seen;
   for (const auto& [name, value] : settings) {
     KT_CHECK(std::find(accepted.begin(), accepted.end(), name) != accepted.end(), InvalidArgument, algorithm_name,
-             ": unknown setting '", name, "' = '", value, "' (accepted: ", accepted_list(accepted), ")");
+             ": unknown setting '", name, "' = '", value, "' (accepted: ", join_names(accepted), ")");
     KT_CHECK(seen.insert(name).second, InvalidArgument, algorithm_name, ": setting '", name,
              "' is given more than once (again as '", value, "')");
     if (name == "min_trials_required") {

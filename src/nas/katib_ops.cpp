@@ -24,12 +24,6 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 }  // namespace
 
 const std::vector<std::string>& katib_darts_operation_types() {
@@ -42,7 +36,7 @@ std::vector<std::string> katib_operation_names(const KatibOperation& op, const s
   const std::string& kind = op.operation_type;
   KT_CHECK(!kind.empty(), InvalidArgument, where, ".operation_type is empty");
   KT_CHECK(contains(katib_darts_operation_types(), kind), InvalidArgument, where, ".operation_type = '", kind,
-           "' is not a DARTS operation (known: ", joined(katib_darts_operation_types()), ")");
+           "' is not a DARTS operation (known: ", join_names(katib_darts_operation_types()), ")");
   if (kind == "skip_connection") return {kind};  // Katib lists it as is and ignores its parameters
   KT_CHECK(!op.parameters.empty(), InvalidArgument, where, " (", kind,
            ") has no parameters: it needs a 'filter_size' list such as ['3']");

@@ -38,6 +38,14 @@ class IoError : public Error {
   using Error::Error;
 };
 
+/// "a, b, c": the accepted names an error message lists.
+template <class Names>
+std::string join_names(const Names& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
 namespace detail {
 template <class... Args>
 std::string concat(const Args&... args) {

@@ -113,8 +113,7 @@ inline void check_keys(const nlohmann::json& j, const std::string& what, std::in
     bool ok = false;
     for (const char* a : allowed) ok = ok || k == a;
     if (!ok) {
-      std::string list;
-      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      const std::string list = join_names(allowed);
       KT_THROW(InvalidArgument, what, ": unknown setting '", k, "' (accepted: ", list.empty() ? "none" : list, ")");
     }
   }

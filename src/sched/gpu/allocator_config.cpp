@@ -21,12 +21,6 @@ bool has(const std::vector<std::string>& keys, const std::string& k) {
   return std::find(keys.begin(), keys.end(), k) != keys.end();
 }
 
-std::string joined(const std::vector<std::string>& keys) {
-  std::string s;
-  for (const auto& k : keys) s += (s.empty() ? "" : ", ") + k;
-  return s;
-}
-
 bool bool_field(const json& j, const char* key, bool fallback, const char* what) {
   const auto it = j.find(key);
   if (it == j.end()) return fallback;
@@ -69,7 +63,7 @@ void check_keys(const json& j, const char* what, const std::vector<std::string>&
   KT_CHECK(j.is_object(), InvalidArgument, what, " must be a JSON object, got ", json_summary(j));
   for (const auto& [k, v] : j.items()) {
     (void)v;
-    KT_CHECK(has(allowed, k), InvalidArgument, what, " field '", k, "' is unknown (expected ", joined(allowed), ")");
+    KT_CHECK(has(allowed, k), InvalidArgument, what, " field '", k, "' is unknown (expected ", join_names(allowed), ")");
   }
 }
 }  // namespace
