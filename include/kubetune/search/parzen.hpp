@@ -68,6 +68,17 @@ class ParzenEstimator {
   void fit_columns(const std::vector<ParzenDim>& dims, const double* observations, std::size_t n,
                    const double* weights, const ParzenOptions& options, const std::size_t* order = nullptr);
 
+  /// The fit() of the last fit's observations edited: the observations at kernel positions `erase` (ascending)
+  /// removed, then rows added at positions `insert_at` of the new order (ascending; `rows`: one row-major row of
+  /// n_dims() values each), `weights` the new observations' weights in the new order (null: all ones); the
+  /// dimensions and options are the last fit's. The kernels are those of that fit, bit for bit; with neighbour
+  /// widths only the edited kernels and their neighbours in each dimension's order are recomputed, and the rest
+  /// costs a pass over the weights (a full fit while the magic clip's bound still moves, below 99 kernels, or
+  /// when the kernel tables must grow). TPE's g(x) after a tell. Throws InvalidArgument on bad positions or
+  /// rows, StateError before fit().
+  void refit(const std::vector<std::size_t>& erase, const std::vector<std::size_t>& insert_at, const double* rows,
+             const double* weights);
+
   std::size_t n_dims() const noexcept { return dims_.size(); }
   /// Observations + the prior kernel.
   std::size_t n_kernels() const noexcept { return k_; }
@@ -76,8 +87,8 @@ class ParzenEstimator {
   const std::vector<double>& weights() const noexcept { return w_; }
   /// Kernel centres / widths of dimension `d` (n_kernels() values each, input order, prior last;
   /// categorical: the observed index, -1 for the prior, width 0).
-  const double* mus(std::size_t d) const noexcept { return mu_.data() + d * stride_; }
-  const double* sigmas(std::size_t d) const noexcept { return sigma_.data() + d * stride_; }
+  const double* mus(std::size_t d) const noexcept { return mu_.data() + d * pitch_; }
+  const double* sigmas(std::size_t d) const noexcept { return sigma_.data() + d * pitch_; }
 
   /// Draw m points (row-major m x n_dims()) from the mixture; `kernels` (optional, m entries) receives the
   /// kernel each point was drawn from.
@@ -99,10 +110,21 @@ class ParzenEstimator {
   void fit_strided(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n, std::size_t row_step,
                    std::size_t dim_step, const double* weights, const ParzenOptions& opt, const std::size_t* order);
   void fit_centres(std::size_t d, const double* obs, std::size_t step, std::size_t n);
-  void fit_widths(std::size_t d, std::size_t n, const ParzenOptions& opt, const std::size_t* order);
-  void fit_categorical(std::size_t d, const double* obs, std::size_t step, std::size_t n, double prior_weight);
+  void fit_widths(std::size_t d, std::size_t n, const std::size_t* order);
+  void fit_categorical(std::size_t d, const double* obs, std::size_t step, std::size_t n);
+  void categorical_constants(std::size_t d);
   bool is_stable_argsort(const double* v, std::size_t n, const std::size_t* order);
-  void fit_constants(std::size_t d);
+  void fit_constants(std::size_t d, std::size_t from, std::size_t to, bool use_prev);
+  void fit_base();
+  double min_width(std::size_t d, std::size_t n_kernels) const;
+  double neighbour_width(std::size_t d, double vm, double v, double vp, std::size_t j, std::size_t n,
+                         double minsig) const;
+  // refit() in place (parzen_refit.cpp); false when it needs a full fit.
+  bool can_edit_in_place(std::size_t n_new, std::size_t n_edits) const;
+  void edit_erase(std::size_t p);
+  void edit_insert(std::size_t p, const double* row);
+  std::size_t sorted_index(std::size_t d, std::size_t p) const;
+  void edit_widths(std::size_t d);
   static constexpr std::size_t kBlock = 8;  // points per vectorised pass (simd.hpp)
   struct DiscreteRows;  // parzen_eval.cpp
   void discrete_rows(const double* x, std::size_t m, DiscreteRows& out) const;
@@ -111,32 +133,34 @@ class ParzenEstimator {
                       double* terms, double* pts, double* weights, double* out) const;
 
   std::vector<ParzenDim> dims_;
+  ParzenOptions opt_;
   std::size_t k_ = 0;       // kernels (observations + prior)
-  std::size_t stride_ = 0;  // per-dimension row length of the kernel tables (k_ rounded up for the SIMD loads)
-  double prior_weight_ = 1.0;
+  std::size_t stride_ = 0;  // kernels scored: k_ rounded up for the SIMD loads
+  std::size_t pitch_ = 0;   // row length of the per-dimension tables (>= stride_; room for refit() to grow)
   bool has_discrete_ = false;
   std::vector<double> w_, cum_w_;
-  // Per dimension d, kernel k at d * stride_ + k. Continuous / Discrete: centre, width, and coef = 1 / (2
-  // sigma^2); Categorical: centre = the observed index (-1: prior), coef = log hit - log miss of that kernel.
-  std::vector<double> mu_, sigma_, coef_;
-  // Per dimension (continuous, discrete): - log sqrt(2 pi) - log sigma (continuous dimensions add it to base), and
-  // log Z.
-  std::vector<double> edge_, lz_;
+  // Per dimension d, kernel k at d * pitch_ + k. Continuous / Discrete: centre, width, coef = 1 / (2 sigma^2) and
+  // term = - log sqrt(2 pi) - log sigma - log Z (discrete: - log Z, the bin's mass multiplied in when scoring);
+  // Categorical: centre = the observed index (-1: prior), coef = log hit - log miss, term = the log mass of a
+  // choice the kernel did not observe. Kernels k_ .. pitch_ hold padding (sigma 1, the rest 0).
+  std::vector<double> mu_, sigma_, coef_, term_;
   // The previous fit's tables (fit_constants reuses the constants of kernels that did not move).
   struct Previous {
     bool valid = false;
-    std::size_t stride = 0;
-    std::vector<double> mu, sigma, coef, edge, lz;
+    std::size_t pitch = 0, stride = 0;
+    std::vector<double> mu, sigma, coef, term;
   } prev_;
-  // Per kernel: log weight + every dimension's constant (continuous: -log sigma - log sqrt(2 pi) - log Z;
-  // discrete: - log Z, the bin's mass multiplied in when scoring; categorical: the log mass of a choice the
-  // kernel did not observe).
+  // Per kernel: log weight + every dimension's term (padding kernels -inf).
   std::vector<double> base_;
   std::vector<double> half_;  // per dimension: half a step (Discrete), 0 otherwise
   std::vector<char> kind_;    // per dimension: simd.hpp's kContinuous / kDiscrete / kCategorical
+  // Per continuous / discrete dimension (neighbour widths): the observations' kernel positions in ascending order
+  // of centre, ties by position (what refit() edits).
+  std::vector<std::vector<std::size_t>> sorted_pos_;
+  // refit() scratch: per dimension, the kernels whose width must be recomputed (positions after the edits so far).
+  std::vector<std::vector<std::size_t>> moved_;
   // Fit scratch: centres and widths in sorted order; argsort.
   std::vector<double> sorted_, widths_;
-  std::vector<std::size_t> order_;
   std::vector<std::pair<double, std::size_t>> pairs_;
 };
 

@@ -21,6 +21,7 @@ double sort_value(double t) { return t == 0.0 ? 0.0 : t; }  // -0 sorts as +0 (a
 void History::reset(std::size_t n_params) {
   D_ = n_params;
   n_ = cap_ = 0;
+  ++generation_;
   rows_.clear();
   malformed_.clear();
   cols_.clear();
@@ -56,6 +57,7 @@ void History::update(const std::vector<Trial>& trials, const SpaceModel& model) 
   if (keep < n_) {  // a cached trial changed: its sorted entries are rebuilt with everything after it
     for (auto& list : sorted_) list.clear();
     n_ = 0;
+    ++generation_;
   }
   const std::size_t from = n_, N = trials.size();
   grow(N);

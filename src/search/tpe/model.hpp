@@ -59,6 +59,9 @@ class History {
   /// Trials where parameter p is active, ascending in model value (ties by trial index); empty for
   /// categorical parameters (their estimators need no order).
   const std::vector<std::uint32_t>& sorted(std::size_t p) const { return sorted_[p]; }
+  /// Changes when rows already read may have changed (reset, or a cached trial's x changed): what was fitted on
+  /// the history before is stale then.
+  std::uint64_t generation() const { return generation_; }
 
  private:
   std::size_t unchanged_prefix(const std::vector<Trial>& trials) const;
@@ -66,6 +69,7 @@ class History {
   void extend_sorted(const SpaceModel& model, std::size_t from, std::size_t to);
 
   std::size_t D_ = 0, n_ = 0, cap_ = 0;
+  std::uint64_t generation_ = 0;
   std::vector<double> rows_;      // row-major copy of each trial's x (to detect changes)
   std::vector<char> malformed_;   // per trial: x.size() != D
   std::vector<double> cols_;      // parameter-major, in model coordinates: cols_[p * cap_ + i]

@@ -98,7 +98,7 @@ void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, const std::
     }
   }
   const simd::Kernels& kern = simd::kernels();
-  kern.joint_terms({x, m, D, kind_.data(), mu_.data(), coef_.data(), base_.data(), stride_, terms, out});
+  kern.joint_terms({x, m, D, kind_.data(), mu_.data(), coef_.data(), base_.data(), stride_, pitch_, terms, out});
   for (std::size_t r = 0; r < m; ++r) {
     const double* t = terms + r * stride_;
     const double top = out[r];
@@ -134,7 +134,7 @@ void ParzenEstimator::discrete_rows(const double* x, std::size_t m, DiscreteRows
   std::size_t n_rows = 0;
   for (std::size_t d = 0, j = 0; d < D; ++d) {
     if (kind_[d] != simd::kDiscrete) continue;
-    const std::size_t at = d * stride_;
+    const std::size_t at = d * pitch_;
     const double h = half_[d];
     for (std::size_t r = 0; r < m; ++r) values[r] = {x[r * D + d], r};
     std::sort(values.begin(), values.end(), before);
@@ -246,7 +246,7 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out, std::size_t* 
     if (kernels) kernels[r] = k;
     for (std::size_t d = 0; d < D; ++d) {
       const ParzenDim& pd = dims_[d];
-      const double mu = mu_[d * stride_ + k], sg = sigma_[d * stride_ + k];
+      const double mu = mu_[d * pitch_ + k], sg = sigma_[d * pitch_ + k];
       double v;
       if (pd.kind == ParzenDim::Kind::Continuous) {
         v = sample_truncated_normal_near(rng, mu, sg, pd.low, pd.high);
@@ -257,7 +257,7 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out, std::size_t* 
         v = static_cast<double>(rng.below(pd.n_choices));
       } else {  // the smoothed indicator: 1 on the observed choice, a = prior_weight / n_kernels on each
         const double C = static_cast<double>(pd.n_choices);
-        const double a = prior_weight_ / static_cast<double>(k_);
+        const double a = opt_.prior_weight / static_cast<double>(k_);
         const double t = rng.uniform() * (a * C + 1.0);
         v = t < 1.0 ? mu : std::min(std::floor((t - 1.0) / a), C - 1.0);
       }
@@ -275,7 +275,7 @@ void ParzenEstimator::sample_near(Rng& rng, const double* centre, std::size_t ke
   for (std::size_t r = 0; r < m; ++r) {
     for (std::size_t d = 0; d < D; ++d) {
       const ParzenDim& pd = dims_[d];
-      const double c = centre[d], sg = scale * sigma_[d * stride_ + kernel];
+      const double c = centre[d], sg = scale * sigma_[d * pitch_ + kernel];
       double v = c;
       if (pd.kind == ParzenDim::Kind::Continuous) {
         v = sample_truncated_normal_near(rng, c, sg, pd.low, pd.high);

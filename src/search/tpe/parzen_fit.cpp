@@ -92,41 +92,45 @@ void ParzenEstimator::fit_strided(const std::vector<ParzenDim>& dims, const doub
   check_dims(dims);
   // The previous fit's tables (same dimensions) let unchanged kernels keep their constants (fit_constants).
   prev_.valid = k_ > 0 && same_dims(dims_, dims);
+  prev_.pitch = pitch_;
   prev_.stride = stride_;
   std::swap(prev_.mu, mu_);
   std::swap(prev_.sigma, sigma_);
   std::swap(prev_.coef, coef_);
-  std::swap(prev_.edge, edge_);
-  std::swap(prev_.lz, lz_);
+  std::swap(prev_.term, term_);
   dims_ = dims;
-  prior_weight_ = opt.prior_weight;
+  opt_ = opt;
   const std::size_t D = dims.size();
   k_ = n + 1;
   stride_ = simd::padded(k_);
+  pitch_ = simd::padded(k_ + k_ / 8 + simd::kPad);  // room for refit() to add kernels in place
   // Every entry below k_ is written by the steps below; padding kernels get finite constants (base -inf).
-  for (auto [table, pad] : {std::pair{&mu_, 0.0}, {&sigma_, 1.0}, {&coef_, 0.0}, {&edge_, 0.0}, {&lz_, 0.0}}) {
-    table->resize(D * stride_);
+  for (auto [table, pad] : {std::pair{&mu_, 0.0}, {&sigma_, 1.0}, {&coef_, 0.0}, {&term_, 0.0}}) {
+    table->resize(D * pitch_);
     for (std::size_t d = 0; d < D; ++d)
-      std::fill(table->begin() + static_cast<std::ptrdiff_t>(d * stride_ + k_),
-                table->begin() + static_cast<std::ptrdiff_t>((d + 1) * stride_), pad);
+      std::fill(table->begin() + static_cast<std::ptrdiff_t>(d * pitch_ + k_),
+                table->begin() + static_cast<std::ptrdiff_t>((d + 1) * pitch_), pad);
   }
   half_.assign(D, 0.0);
   kind_.assign(D, simd::kContinuous);
-  fit_weights(n, weights, opt.prior_weight);
+  sorted_pos_.resize(D);
   has_discrete_ = false;
   for (std::size_t d = 0; d < D; ++d) {
     if (dims[d].kind == ParzenDim::Kind::Categorical) {
-      fit_categorical(d, obs + d * dim_step, row_step, n, opt.prior_weight);
+      fit_categorical(d, obs + d * dim_step, row_step, n);
       continue;
     }
     if (dims[d].kind == ParzenDim::Kind::Discrete) {
       has_discrete_ = true;
       kind_[d] = simd::kDiscrete;
+      half_[d] = 0.5 * dims[d].step;
     }
     fit_centres(d, obs + d * dim_step, row_step, n);
-    fit_widths(d, n, opt, order ? order + d * n : nullptr);
-    fit_constants(d);
+    fit_widths(d, n, order ? order + d * n : nullptr);
+    fit_constants(d, 0, stride_, prev_.valid);
   }
+  fit_weights(n, weights, opt.prior_weight);
+  fit_base();
 }
 
 // Observation weights (default 1) and the prior's, normalised (the prior alone weighs 1); base_ starts as
@@ -157,12 +161,20 @@ void ParzenEstimator::fit_weights(std::size_t n, const double* weights, double p
   std::fill(base_.begin() + static_cast<std::ptrdiff_t>(k_), base_.end(), -kInf);  // padding kernels
 }
 
+// base_ (the log weights) plus every dimension's term, dimension by dimension.
+void ParzenEstimator::fit_base() {
+  for (std::size_t d = 0; d < dims_.size(); ++d) {
+    const double* term = term_.data() + d * pitch_;
+    for (std::size_t k = 0; k < stride_; ++k) base_[k] += term[k];
+  }
+}
+
 // Centres: the observations clamped to the (padded) support, then the prior's centre.
 void ParzenEstimator::fit_centres(std::size_t d, const double* obs, std::size_t step, std::size_t n) {
   const ParzenDim& pd = dims_[d];
   const double s = step_of(pd);
   const double lo = pd.low - 0.5 * s, hi = pd.high + 0.5 * s;
-  double* mu = mu_.data() + d * stride_;
+  double* mu = mu_.data() + d * pitch_;
   bool bad = false;
   for (std::size_t i = 0; i < n; ++i) {
     const double v = obs[i * step];
@@ -175,53 +187,70 @@ void ParzenEstimator::fit_centres(std::size_t d, const double* obs, std::size_t 
   mu[n] = std::isnan(pd.prior_mu) ? 0.5 * (pd.low + pd.high) : pd.prior_mu;
 }
 
-// Widths, clipped to [range / min(100, 1 + n_kernels), range] (hyperopt's "magic clip") or [EPS, range].
-// Neighbour: the distance to the farther neighbouring centre in sorted order, the padded bounds acting as outer
-// neighbours; without consider_endpoints the outermost kernels take their inner gap (Bergstra et al. 2011;
-// Optuna 5.x, which no longer counts the prior's centre as a neighbour). Scott: 0.2 n^(-1/(d+4)) range for
-// every kernel (Optuna 4.x multivariate). The prior kernel is as wide as the range (or the space's prior).
-void ParzenEstimator::fit_widths(std::size_t d, std::size_t n, const ParzenOptions& opt, const std::size_t* order) {
+// The lower bound of the widths: range / min(100, 1 + n_kernels) (hyperopt's "magic clip") or EPS.
+double ParzenEstimator::min_width(std::size_t d, std::size_t n_kernels) const {
+  const double width = dims_[d].high - dims_[d].low + step_of(dims_[d]);
+  return opt_.magic_clip ? width / std::min(100.0, 1.0 + static_cast<double>(n_kernels)) : kMinSigma;
+}
+
+// The neighbour width of the j-th of n centres in sorted order (v; vm and vp its neighbours where they exist),
+// clipped to [minsig, range]: the distance to the farther neighbour, the padded bounds acting as outer neighbours;
+// without consider_endpoints the outermost kernels take their inner gap (Bergstra et al. 2011; Optuna 5.x, which
+// no longer counts the prior's centre as a neighbour).
+double ParzenEstimator::neighbour_width(std::size_t d, double vm, double v, double vp, std::size_t j, std::size_t n,
+                                        double minsig) const {
   const ParzenDim& pd = dims_[d];
   const double s = step_of(pd);
-  const double width = pd.high - pd.low + s;
-  const double lo = pd.low - 0.5 * s, hi = pd.high + 0.5 * s;
-  const double minsig = opt.magic_clip ? width / std::min(100.0, 1.0 + static_cast<double>(k_)) : kMinSigma;
-  auto clip = [&](double sig) { return std::min(std::max(sig, minsig), width); };
-  const double* mu = mu_.data() + d * stride_;
-  double* sg = sigma_.data() + d * stride_;
+  const double width = pd.high - pd.low + s, lo = pd.low - 0.5 * s, hi = pd.high + 0.5 * s;
+  const bool inner = !opt_.consider_endpoints;
+  double g;
+  if (n == 1) g = std::max(v - lo, hi - v);
+  else if (j == 0) g = inner ? vp - v : std::max(v - lo, vp - v);
+  else if (j + 1 == n) g = inner ? v - vm : std::max(v - vm, hi - v);
+  else g = std::max(v - vm, vp - v);
+  return std::min(std::max(g, minsig), width);
+}
+
+// Widths clipped to [min_width, range]: neighbour distances (neighbour_width) or Scott's 0.2 n^(-1/(d+4)) range for
+// every kernel (Optuna 4.x multivariate). The prior kernel is as wide as the range (or the space's prior). Keeps
+// the centres' sorted order in sorted_pos_ (refit() edits it).
+void ParzenEstimator::fit_widths(std::size_t d, std::size_t n, const std::size_t* order) {
+  const ParzenDim& pd = dims_[d];
+  const double width = pd.high - pd.low + step_of(pd);
+  const double minsig = min_width(d, k_);
+  const double* mu = mu_.data() + d * pitch_;
+  double* sg = sigma_.data() + d * pitch_;
   sg[n] = pd.prior_sigma > 0.0 ? pd.prior_sigma : width;
+  std::vector<std::size_t>& sorted = sorted_pos_[d];
+  sorted.resize(n);
   if (n == 0) return;
-  if (opt.bandwidth == ParzenOptions::Bandwidth::Scott) {
+  if (opt_.bandwidth == ParzenOptions::Bandwidth::Scott) {
     const double dims = static_cast<double>(dims_.size());
-    std::fill(sg, sg + n, clip(0.2 * std::pow(static_cast<double>(n), -1.0 / (dims + 4.0)) * width));
+    std::fill(sg, sg + n, std::min(std::max(0.2 * std::pow(static_cast<double>(n), -1.0 / (dims + 4.0)) * width, minsig), width));
     return;
   }
   sorted_.resize(n);
   // sorted_: the centres in sorted order, through the caller's order if it is the stable argsort.
-  if (!(order && is_stable_argsort(mu, n, order))) {
+  if (order && is_stable_argsort(mu, n, order)) {
+    std::copy(order, order + n, sorted.begin());
+  } else {
     pairs_.resize(n);
     for (std::size_t i = 0; i < n; ++i) pairs_[i] = {mu[i], i};
     std::sort(pairs_.begin(), pairs_.end());
-    order_.resize(n);
     for (std::size_t j = 0; j < n; ++j) {
-      order_[j] = pairs_[j].second;
+      sorted[j] = pairs_[j].second;
       sorted_[j] = pairs_[j].first;
     }
-    order = order_.data();
   }
   const double* v = sorted_.data();
-  if (n == 1) {
-    sg[order[0]] = clip(std::max(v[0] - lo, hi - v[0]));
-    return;
-  }
-  // Interior widths in a branch-free pass (it vectorises), written back through the order.
+  // Interior widths in a branch-free pass (it vectorises; the same arithmetic as neighbour_width), written back
+  // through the order.
   widths_.resize(n);
   double* w = widths_.data();
-  for (std::size_t j = 1; j + 1 < n; ++j) w[j] = clip(std::max(v[j] - v[j - 1], v[j + 1] - v[j]));
-  const bool inner = !opt.consider_endpoints;
-  w[0] = clip(inner ? v[1] - v[0] : std::max(v[0] - lo, v[1] - v[0]));
-  w[n - 1] = clip(inner ? v[n - 1] - v[n - 2] : std::max(v[n - 1] - v[n - 2], hi - v[n - 1]));
-  for (std::size_t j = 0; j < n; ++j) sg[order[j]] = w[j];
+  for (std::size_t j = 1; j + 1 < n; ++j) w[j] = std::min(std::max(std::max(v[j] - v[j - 1], v[j + 1] - v[j]), minsig), width);
+  w[0] = neighbour_width(d, 0.0, v[0], n > 1 ? v[1] : 0.0, 0, n, minsig);
+  if (n > 1) w[n - 1] = neighbour_width(d, v[n - 2], v[n - 1], 0.0, n - 1, n, minsig);
+  for (std::size_t j = 0; j < n; ++j) sg[sorted[j]] = w[j];
 }
 
 // Whether order is the stable argsort of v[0..n) (ascending, ties by index: which also makes it a permutation),
@@ -238,57 +267,61 @@ bool ParzenEstimator::is_stable_argsort(const double* v, std::size_t n, const st
   return !bad;
 }
 
-// coef = 1 / (2 sigma^2); base += -log sigma - log sqrt(2 pi) - log Z (a discrete dimension: - log Z only, its
-// bin masses come at scoring), log Z = log(Phi(b) - Phi(a)) over the support: vectorised for centres inside it
-// (all observations are clamped there), the scalar log_normal_cdf_diff for a prior centre outside. Blocks of
-// kernels with the previous fit's centres and widths at the same indices copy its constants (the same numbers).
-void ParzenEstimator::fit_constants(std::size_t d) {
+// Kernels [from, to) of dimension d (a multiple of kPad): coef = 1 / (2 sigma^2) and term = - log sigma - log
+// sqrt(2 pi) - log Z (a discrete dimension: - log Z only, its bin masses come at scoring), log Z = log(Phi(b) -
+// Phi(a)) over the support: vectorised for centres inside it (all observations are clamped there), the scalar
+// log_normal_cdf_diff for a prior centre outside. With use_prev, blocks of kernels with the previous fit's centres
+// and widths at the same indices copy its constants (the same numbers).
+void ParzenEstimator::fit_constants(std::size_t d, std::size_t from, std::size_t to, bool use_prev) {
   const ParzenDim& pd = dims_[d];
   const double s = step_of(pd);
   const double lo = pd.low - 0.5 * s, hi = pd.high + 0.5 * s;
-  half_[d] = 0.5 * s;
-  const std::size_t at = d * stride_, prev_at = d * prev_.stride;
-  const double* mu = mu_.data() + at;
-  const double* sg = sigma_.data() + at;
-  double* lz = lz_.data() + at;
-  double* edge = edge_.data() + at;
-  const std::size_t n_prev = prev_.valid ? prev_.stride : 0;
-  auto prev = [&](const std::vector<double>& t) { return n_prev ? t.data() + prev_at : nullptr; };
-  simd::kernels().kernel_constants({sg, mu, stride_, -kLogSqrt2Pi, lo, hi,
-                                    coef_.data() + at, edge, lz, prev(prev_.sigma), prev(prev_.mu),
-                                    prev(prev_.coef), prev(prev_.edge), prev(prev_.lz), n_prev});
-  // A discrete dimension's density is its bin mass, which log_pdf multiplies in (bin_masses): base gets 1 / Z.
   const bool discrete = kind_[d] == simd::kDiscrete;
-  for (std::size_t k = 0; k < stride_; ++k) {
-    if (std::isnan(lz[k])) lz[k] = k < k_ ? log_normal_cdf_diff((lo - mu[k]) / sg[k], (hi - mu[k]) / sg[k]) : 0.0;
-    base_[k] += (discrete ? 0.0 : edge[k]) - lz[k];
+  const std::size_t at = d * pitch_ + from, prev_at = d * prev_.pitch + from;
+  const std::size_t n_prev = use_prev && prev_.stride > from ? prev_.stride - from : 0;
+  auto prev = [&](const std::vector<double>& t) { return n_prev ? t.data() + prev_at : nullptr; };
+  const double* mu = mu_.data() + d * pitch_;
+  const double* sg = sigma_.data() + d * pitch_;
+  double* term = term_.data() + d * pitch_;
+  simd::kernels().kernel_constants({sg + from, mu + from, to - from, -kLogSqrt2Pi, lo, hi, discrete,
+                                    coef_.data() + at, term + from, prev(prev_.sigma), prev(prev_.mu),
+                                    prev(prev_.coef), prev(prev_.term), n_prev});
+  for (std::size_t k = from; k < to; ++k) {
+    if (!std::isnan(term[k])) continue;
+    const double edge = discrete ? 0.0 : -kLogSqrt2Pi - std::log(sg[k]);
+    term[k] = k < k_ ? edge - log_normal_cdf_diff((lo - mu[k]) / sg[k], (hi - mu[k]) / sg[k]) : 0.0;
   }
 }
 
-// Smoothed indicators (Optuna 4.x): prior_weight / n_kernels on every choice, +1 on the observed one, each row
-// normalised; the prior kernel is uniform. base_ gets the log mass of an unobserved choice, coef_ what
-// observing it adds.
-void ParzenEstimator::fit_categorical(std::size_t d, const double* obs, std::size_t step, std::size_t n,
-                                      double prior_weight) {
+// Categorical centres: the observed indices, then -1 for the prior (categorical_constants gives the rest).
+void ParzenEstimator::fit_categorical(std::size_t d, const double* obs, std::size_t step, std::size_t n) {
   const ParzenDim& pd = dims_[d];
   const double C = static_cast<double>(pd.n_choices);
   kind_[d] = simd::kCategorical;
-  double* mu = mu_.data() + d * stride_;
-  double* coef = coef_.data() + d * stride_;
-  const double a = prior_weight / static_cast<double>(k_);
-  const double hit = std::log((a + 1.0) / (a * C + 1.0)), miss = std::log(a / (a * C + 1.0));
+  double* mu = mu_.data() + d * pitch_;
   for (std::size_t i = 0; i < n; ++i) {
     const double c = obs[i * step];
     KT_CHECK(c >= 0.0 && c < C && c == std::floor(c), InvalidArgument, "parzen: observation ", i,
              " of categorical dimension ", d, " = ", c, " is not an index below ", pd.n_choices);
     mu[i] = c;
-    coef[i] = hit - miss;
-    base_[i] += miss;
   }
   mu[n] = -1.0;
-  base_[n] -= std::log(C);
-  std::fill(sigma_.begin() + static_cast<std::ptrdiff_t>(d * stride_),
-            sigma_.begin() + static_cast<std::ptrdiff_t>(d * stride_ + k_), 0.0);
+  categorical_constants(d);
+}
+
+// Smoothed indicators (Optuna 4.x): prior_weight / n_kernels on every choice, +1 on the observed one, each row
+// normalised; the prior kernel is uniform. term is the log mass of an unobserved choice, coef what observing it
+// adds; widths are 0.
+void ParzenEstimator::categorical_constants(std::size_t d) {
+  const double C = static_cast<double>(dims_[d].n_choices);
+  const std::size_t n = k_ - 1, at = d * pitch_;
+  const double a = opt_.prior_weight / static_cast<double>(k_);
+  const double hit = std::log((a + 1.0) / (a * C + 1.0)), miss = std::log(a / (a * C + 1.0));
+  std::fill_n(coef_.data() + at, n, hit - miss);
+  std::fill_n(term_.data() + at, n, miss);
+  coef_[at + n] = 0.0;
+  term_[at + n] = -std::log(C);
+  std::fill_n(sigma_.data() + at, k_, 0.0);
 }
 
 }  // namespace kubetune::search

@@ -15,19 +15,21 @@ inline std::size_t padded(std::size_t n) { return (n + kPad - 1) / kPad * kPad; 
 /// mass, log Z = 0.
 constexpr double kInnerZ = 8.5;
 
-/// One continuous or discrete dimension's kernels (n, a multiple of kPad), for fit(). A block of kernels whose
+/// One continuous or discrete dimension's kernels (n, a multiple of kPad), for fit(). Each kernel's constants
+/// depend on its own centre and width only (not on the other kernels of its batch). A block of kernels whose
 /// centres and widths equal the previous fit's at the same indices (the first n_prev) takes its constants from
-/// there: a refit after one new trial recomputes only the kernels that moved.
+/// there.
 struct ConstantArgs {
   const double* sigma;
   const double* mu;
   std::size_t n;
   double shift;     ///< - log sqrt(2 pi)
   double lo, hi;    ///< the (padded) support
+  bool discrete;    ///< the term leaves out shift - log sigma (a discrete dimension's bin masses replace it)
   double* coef;     ///< out: 1 / (2 sigma^2)
-  double* edge;     ///< out: shift - log sigma
-  double* lz;       ///< out: log Z, NaN where the scalar path must compute it (a centre outside the support)
-  const double *prev_sigma, *prev_mu, *prev_coef, *prev_edge, *prev_lz;
+  double* term;     ///< out: shift - log sigma - log Z (discrete: - log Z); NaN where log Z needs the scalar
+                    ///< path (a centre outside the support)
+  const double *prev_sigma, *prev_mu, *prev_coef, *prev_term;
   std::size_t n_prev;  ///< 0: no previous fit
 };
 
@@ -55,8 +57,8 @@ enum : char { kContinuous = 0, kDiscrete = 1, kCategorical = 2 };
 /// Terms more than this many nats below the largest add < e^-40 ~ 4e-18 each to a log-sum-exp.
 constexpr double kCut = 40.0;
 
-/// Points against every kernel of a product-kernel mixture. Tables are dimension-major with row length
-/// `stride` (a multiple of kPad; padding kernels carry base = -inf).
+/// Points against every kernel of a product-kernel mixture. Tables are dimension-major with row pitch `pitch`;
+/// `stride` kernels (a multiple of kPad; padding kernels carry base = -inf) are scored.
 struct JointArgs {
   const double* x;          ///< the points, row-major (n_points x n_dims)
   std::size_t n_points;
@@ -66,6 +68,7 @@ struct JointArgs {
   const double* coef;       ///< 1 / (2 sigma^2) (categorical: log hit - log miss)
   const double* base;       ///< per kernel
   std::size_t stride;
+  std::size_t pitch;        ///< row length of the mu and coef tables (>= stride)
   double* out;              ///< per point, stride terms (n_points x stride)
   double* top;              ///< per point, its largest term
 };

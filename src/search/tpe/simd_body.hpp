@@ -50,8 +50,8 @@ void joint_terms_of(const JointArgs& a, std::size_t first) {
     for (std::size_t p = 0; p < P; ++p) acc[p] = base;
     for (std::size_t d = 0; d < a.n_dims; ++d) {
       if (a.kind[d] == kDiscrete) continue;  // its bin masses weigh the terms afterwards
-      const B mu = B::load_unaligned(a.mu + d * a.stride + k);
-      const B coef = B::load_unaligned(a.coef + d * a.stride + k);
+      const B mu = B::load_unaligned(a.mu + d * a.pitch + k);
+      const B coef = B::load_unaligned(a.coef + d * a.pitch + k);
       const double* x = a.x + first * a.n_dims + d;
       if (a.kind[d] == kContinuous) {
         KT_UNROLL
@@ -115,22 +115,22 @@ void kernel_constants(const ConstantArgs& a) {
     if (k + B::size <= a.n_prev && xsimd::all(sig == B::load_unaligned(a.prev_sigma + k)) &&
         xsimd::all(mu == B::load_unaligned(a.prev_mu + k))) {
       B::load_unaligned(a.prev_coef + k).store_unaligned(a.coef + k);
-      B::load_unaligned(a.prev_edge + k).store_unaligned(a.edge + k);
-      B::load_unaligned(a.prev_lz + k).store_unaligned(a.lz + k);
+      B::load_unaligned(a.prev_term + k).store_unaligned(a.term + k);
       continue;
     }
     const B inv = B(1.0) / sig;
     (half * inv * inv).store_unaligned(a.coef + k);
-    (shift - xsimd::log(sig)).store_unaligned(a.edge + k);
     // log Z = log(Phi(b) - Phi(a)) = log1p(-(Phi(a) + Phi(-b))): with the centre inside the support (a <= 0 <= b)
-    // both tails are at most 1/2, so nothing cancels; a centre outside is left to the scalar path (NaN). Both
-    // bounds beyond kInnerZ widths: the tails hold < 2e-17, log Z = 0 (no erfc for such a block).
+    // both tails are at most 1/2, so nothing cancels; a centre outside is left to the scalar path (NaN). A kernel
+    // with both bounds beyond kInnerZ widths has tails < 2e-17: log Z = 0 (no erfc for a block of such kernels).
     const B za = (lo - mu) * inv, zb = (hi - mu) * inv;
     const auto inside = (za <= zero) && (zb >= zero);
+    const auto near = (za > -inner) || (zb < inner);
     B lz = zero;
-    if (xsimd::any((za > -inner) || (zb < inner)))
-      lz = xsimd::log1p(-(half * (erfc_of(-za * rs2) + erfc_of(zb * rs2))));
-    xsimd::select(inside, lz, nan).store_unaligned(a.lz + k);
+    if (xsimd::any(near))
+      lz = xsimd::select(near, xsimd::log1p(-(half * (erfc_of(-za * rs2) + erfc_of(zb * rs2)))), zero);
+    const B edge = a.discrete ? zero : shift - xsimd::log(sig);
+    xsimd::select(inside, edge - lz, nan).store_unaligned(a.term + k);
   }
 }
 

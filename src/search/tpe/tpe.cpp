@@ -8,8 +8,7 @@
 
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/parallel.hpp"
-#include "kubetune/core/point_set.hpp"
-#include "model.hpp"
+#include "workspace.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -76,144 +75,11 @@ std::size_t best_ratio(const double* lb, const double* la, std::size_t cnt, doub
   }
   return best;
 }
-}  // namespace
 
-namespace detail {
-/// Buffers of one gather (one per thread).
-struct Gather {
-  std::vector<double> obs, w_below, w_above;  // rows; recency weights of the last gather of each set
-  std::vector<std::size_t> order, act, rowpos;
-  std::vector<double> sorted_obs, sorted_w;   // a one-parameter g(x)'s rows in sorted order (sort_rows)
-  std::vector<std::size_t> identity;
-};
-
-/// A group's two estimators and the candidates of the point being proposed.
-struct GroupState {
-  ParzenEstimator below, above;
-  bool below_fresh = false;
-  std::size_t above_version = kNone;  // n_batch it was fitted with
-  std::vector<double> cand, lb, la;   // n_ei_candidates draws from l(x), then the refinement draws
-  std::size_t n_main = 0, n_cand = 0;
-};
-
-struct TPEWorkspace {
-  tpe::SpaceModel model;
-  tpe::History history;
-  tpe::Split split;
-  PointSet seen;  // points tried and proposed (when exact repeats are possible)
-  std::vector<double> batch;  // points of this ask so far, row-major (constant liars)
-  std::size_t n_batch = 0;
-  std::vector<GroupState> groups;
-  std::vector<Gather> gathers;
-  std::vector<double> centre;
-};
-}  // namespace detail
-
-namespace {
 using detail::Gather;
 using detail::GroupState;
 using detail::TPEWorkspace;
-
-// The argsorts of gather(): rows of the history in its sorted order, then each liar after equal values (its
-// row is the largest). False when a numeric dimension of an active row is NaN (the estimator reports it).
-bool history_orders(const TPEWorkspace& ws, Gather& g, const tpe::Group& grp, std::size_t rows, std::size_t total) {
-  if (g.rowpos.size() < ws.split.mark.size()) g.rowpos.resize(ws.split.mark.size(), kNone);
-  for (std::size_t r = 0; r < rows; ++r) g.rowpos[g.act[r]] = r;
-  bool valid = true;
-  for (std::size_t q = 0; q < grp.params.size() && valid; ++q) {
-    if (grp.dims[q].kind == ParzenDim::Kind::Categorical) continue;
-    std::size_t* o = g.order.data() + q * total;
-    const double* v = g.obs.data() + q * total;
-    std::size_t cnt = 0;
-    for (const std::uint32_t t : ws.history.sorted(grp.params[q]))
-      if (g.rowpos[t] != kNone && cnt < rows) o[cnt++] = g.rowpos[t];
-    valid = cnt == rows;
-    for (std::size_t r = rows; valid && r < total; ++r) {
-      const double key = v[r] == 0.0 ? 0.0 : v[r];
-      std::size_t* it = std::upper_bound(o, o + r, key, [&](double a, std::size_t s) { return a < v[s]; });
-      std::copy_backward(it, o + r, o + r + 1);
-      *it = r;
-    }
-  }
-  for (std::size_t r = 0; r < rows; ++r) g.rowpos[g.act[r]] = kNone;
-  return valid;
-}
-
-// Rows of group g, column-major, from trials `idx` (where its first parameter is active) plus, with_batch, the
-// in-batch liars; recency weights into w; with want_order, every numeric dimension's stable argsort over those
-// rows, read off the history's sorted lists (the estimator then does not sort). Returns the row count.
-std::size_t gather(const TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, const tpe::Group& grp,
-                   const std::vector<std::size_t>& idx, bool with_batch, bool want_order, std::vector<double>& w) {
-  const std::size_t dg = grp.params.size(), first = grp.params[0], D = ws.model.pm.size();
-  const double* colf = ws.history.column(first);
-  g.act.clear();
-  for (std::size_t i : idx)
-    if (!std::isnan(colf[i])) g.act.push_back(i);
-  const std::size_t rows = g.act.size();
-  std::size_t total = rows;
-  for (std::size_t b = 0; with_batch && b < ws.n_batch; ++b) total += !std::isnan(ws.batch[b * D + first]);
-  g.obs.resize(dg * total);
-  for (std::size_t q = 0; q < dg; ++q) {
-    const tpe::ParamModel& pm = ws.model.pm[grp.params[q]];
-    const double* col = ws.history.column(grp.params[q]);
-    double* o = g.obs.data() + q * total;
-    for (std::size_t r = 0; r < rows; ++r) o[r] = col[g.act[r]];
-    for (std::size_t b = 0, r = rows; r < total; ++b) {
-      const double* x = ws.batch.data() + b * D;
-      if (!std::isnan(x[first])) o[r++] = pm.to_model(x[grp.params[q]]);
-    }
-  }
-  if (w.size() != total) {
-    w.resize(total);
-    tpe_recency_weights(total, cfg.n_flat_weights, w.data());
-  }
-  g.order.clear();
-  if (want_order) {
-    g.order.resize(dg * total);
-    if (!history_orders(ws, g, grp, rows, total)) g.order.clear();
-  }
-  return total;
-}
-
-// A one-parameter g(x) gets its kernels in sorted order: log_sum_exp then skips the blocks of kernels far from a
-// candidate (the mixture is the same; only the order of the sum's terms changes). obs, w and order are pointed
-// at the sorted copies (order: the identity, the stable argsort of sorted rows). Sorting a joint model by one of
-// its parameters was measured slower (the permutation costs more than the skipped blocks save).
-void sort_rows(Gather& g, std::size_t rows, const double*& obs, const double*& w, const std::size_t*& order) {
-  g.sorted_obs.resize(rows);
-  g.sorted_w.resize(rows);
-  for (std::size_t i = 0; i < rows; ++i) {
-    g.sorted_obs[i] = obs[order[i]];
-    g.sorted_w[i] = w[order[i]];
-  }
-  for (std::size_t i = g.identity.size(); i < rows; ++i) g.identity.push_back(i);
-  obs = g.sorted_obs.data();
-  w = g.sorted_w.data();
-  order = g.identity.data();
-}
-
-// l(x) once per ask; g(x) again after each constant liar.
-void fit_group(TPEWorkspace& ws, const TPEConfig& cfg, const ParzenOptions& popt, Gather& g, std::size_t gi) {
-  const tpe::Group& grp = ws.model.groups[gi];
-  GroupState& st = ws.groups[gi];
-  if (!st.below_fresh) {
-    const std::size_t rows = gather(ws, cfg, g, grp, ws.split.below, false, false, g.w_below);
-    st.below.fit_columns(grp.dims, g.obs.data(), rows, g.w_below.data(), popt);
-    st.below_fresh = true;
-  }
-  if (st.above_version != ws.n_batch) {
-    const bool want_order = popt.bandwidth == ParzenBandwidth::Neighbour;
-    const std::size_t rows = gather(ws, cfg, g, grp, ws.split.above, cfg.constant_liar, want_order, g.w_above);
-    const double* obs = g.obs.data();
-    const double* w = g.w_above.data();
-    const std::size_t* order = g.order.empty() ? nullptr : g.order.data();
-    // (a categorical parameter has no order: history_orders leaves its part of g.order unset)
-    if (order && grp.params.size() == 1 && grp.dims[0].kind != ParzenDim::Kind::Categorical)
-      sort_rows(g, rows, obs, w, order);
-    st.above.fit_columns(grp.dims, obs, rows, w, popt, order);
-    st.above_version = ws.n_batch;
-  }
-}
+using detail::fit_group;
 
 // l(x)'s kernel of the group's incumbent (the best trial of the below set where the group is active; its
 // centre into ws.centre), or kNone.
@@ -377,6 +243,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
       if (t.x.size() == D) ws.seen.insert(t.x);
   ws.batch.clear();
   ws.n_batch = 0;
+  ++ws.ask_id;
   const bool startup = ws.split.n_finished < cfg_.n_startup_trials;
   const ParzenOptions popt = parzen_options(cfg_);
   ws.groups.resize(ws.model.groups.size());

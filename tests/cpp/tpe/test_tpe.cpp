@@ -772,6 +772,41 @@ TEST(TPE, ReusedSearcherMatchesAFreshOneWhateverTheHistoryDoes) {
   }
 }
 
+TEST(TPE, RefittedAboveModelMatchesAFreshFitAlongARun) {
+  // g(x) is refitted in place from one ask to the next (ParzenEstimator::refit): along an optimisation run of its
+  // own -- single asks, batches (in-batch liars) and trials left running (liars across asks) -- every ask must equal
+  // a fresh searcher's, which fits g(x) anew.
+  SearchSpace sp;
+  sp.add_float("a", -2, 2).add_float("b", 1e-3, 1, true).add_int("k", 0, 9).add_categorical("c", {"u", "v"});
+  for (bool mv : {true, false}) {
+    TPEConfig c;
+    c.multivariate = mv;
+    TPE reused(c);
+    std::vector<Trial> hist;
+    const std::vector<Direction> dir = {Direction::Minimize};
+    for (std::uint64_t step = 0; hist.size() < 260; ++step) {
+      const std::size_t n = step % 5 == 0 ? 3 : 1;
+      TPE fresh(c);
+      expect_same_asks(reused, hist, fresh, hist, sp, 3, step, n, "step " + std::to_string(step) + (mv ? " mv" : " uv"));
+      Rng r(3, step);
+      const auto s = reused.ask(SearchContext{sp, hist, dir, r}, n);
+      for (std::size_t j = 0; j < s.size(); ++j) {
+        Trial t;
+        t.id = static_cast<std::int64_t>(hist.size());
+        t.x = s[j].x;
+        t.state = j == 1 && step % 10 == 0 ? TrialState::Running : TrialState::Complete;  // finished 7 steps later
+        if (t.state == TrialState::Complete) t.values = {t.x[0] * t.x[0] + std::abs(t.x[2] - 4) / 9 + t.x[3]};
+        hist.push_back(t);
+      }
+      for (Trial& t : hist)
+        if (t.state == TrialState::Running && t.id + 7 < static_cast<std::int64_t>(hist.size())) {
+          t.state = TrialState::Complete;
+          t.values = {t.x[0] * t.x[0]};
+        }
+    }
+  }
+}
+
 TEST(TPE, CandidateCountIsBounded) {
   TPEConfig c;
   c.n_ei_candidates = 1'000'000'000'000'000ULL;  // 1e15 once made an ask run for ever

@@ -1,0 +1,172 @@
+// ParzenEstimator::refit: the fit of the last fit's observations after a few were removed and added (TPE's g(x)
+// after a tell), done in place when the result is the same: the kernel tables shifted, each dimension's sorted
+// order edited, the widths of the edited kernels and of their neighbours recomputed with the constants of their
+// blocks; the weights and the per-kernel sums are redone (every weight changes with n).
+#include <algorithm>
+#include <cmath>
+
+#include "kubetune/core/error.hpp"
+#include "kubetune/search/parzen.hpp"
+#include "simd.hpp"
+
+namespace kubetune::search {
+namespace {
+// More edits than this: a full fit (each edit shifts every table).
+constexpr std::size_t kMaxEdits = 16;
+// The magic clip's bound range / min(100, 1 + kernels) stops moving at this many kernels.
+constexpr std::size_t kClipSettled = 99;
+}  // namespace
+
+void ParzenEstimator::refit(const std::vector<std::size_t>& erase, const std::vector<std::size_t>& insert_at,
+                            const double* rows, const double* weights) {
+  KT_CHECK(k_ > 0, StateError, "parzen: refit() before fit()");
+  const std::size_t n = k_ - 1, D = dims_.size();
+  for (std::size_t i = 0; i < erase.size(); ++i)
+    KT_CHECK(erase[i] < n && (i == 0 || erase[i - 1] < erase[i]), InvalidArgument, "parzen: refit erase[", i,
+             "] = ", erase[i], " is not an ascending kernel position below ", n);
+  const std::size_t n_new = n - erase.size() + insert_at.size();
+  for (std::size_t i = 0; i < insert_at.size(); ++i)
+    KT_CHECK(insert_at[i] < n_new && (i == 0 || insert_at[i - 1] < insert_at[i]), InvalidArgument,
+             "parzen: refit insert_at[", i, "] = ", insert_at[i], " is not an ascending position below ", n_new);
+  KT_CHECK(insert_at.empty() || rows, InvalidArgument, "parzen: refit inserts ", insert_at.size(),
+           " rows but none are given");
+  for (std::size_t i = 0; i < insert_at.size() * D; ++i) {
+    const double v = rows[i];
+    const ParzenDim& pd = dims_[i % D];
+    if (pd.kind == ParzenDim::Kind::Categorical)
+      KT_CHECK(v >= 0.0 && v < static_cast<double>(pd.n_choices) && v == std::floor(v), InvalidArgument,
+               "parzen: refit row ", i / D, " of categorical dimension ", i % D, " = ", v, " is not an index below ",
+               pd.n_choices);
+    else
+      KT_CHECK(std::isfinite(v), InvalidArgument, "parzen: refit row ", i / D, " of dimension ", i % D, " = ", v,
+               " is not finite");
+  }
+  for (std::size_t i = 0; weights && i < n_new; ++i)
+    KT_CHECK(std::isfinite(weights[i]) && weights[i] >= 0.0, InvalidArgument, "parzen: weight ", i, " = ",
+             weights[i], " must be finite and >= 0");
+  if (can_edit_in_place(n_new, erase.size() + insert_at.size())) {
+    moved_.resize(D);
+    for (auto it = erase.rbegin(); it != erase.rend(); ++it) edit_erase(*it);
+    for (std::size_t i = 0; i < insert_at.size(); ++i) edit_insert(insert_at[i], rows + i * D);
+    stride_ = simd::padded(k_);
+    for (std::size_t d = 0; d < D; ++d) {
+      if (kind_[d] == simd::kCategorical) categorical_constants(d);
+      else edit_widths(d);
+    }
+    fit_weights(n_new, weights, opt_.prior_weight);
+    fit_base();
+    return;
+  }
+  // A full fit on the edited observations, read back from the kernel tables (the centres are the observations
+  // clamped to the support: clamping them again changes nothing).
+  std::vector<double> obs(D * n_new);
+  for (std::size_t d = 0; d < D; ++d) {
+    const double* mu = mu_.data() + d * pitch_;
+    double* o = obs.data() + d * n_new;
+    for (std::size_t j = 0, e = 0, ins = 0, old = 0; j < n_new; ++j) {
+      if (ins < insert_at.size() && insert_at[ins] == j) {
+        o[j] = rows[ins++ * D + d];
+        continue;
+      }
+      for (; e < erase.size() && erase[e] == old; ++e) ++old;
+      o[j] = mu[old++];
+    }
+  }
+  const std::vector<ParzenDim> dims = dims_;
+  const ParzenOptions opt = opt_;
+  fit_columns(dims, obs.data(), n_new, weights, opt);
+}
+
+// In place: neighbour widths, few edits, the clip's bound settled and room in the tables.
+bool ParzenEstimator::can_edit_in_place(std::size_t n_new, std::size_t n_edits) const {
+  if (opt_.bandwidth != ParzenOptions::Bandwidth::Neighbour || n_edits > kMaxEdits) return false;
+  if (k_ < 4 || n_new < 3 || simd::padded(n_new + 1) > pitch_) return false;
+  return !opt_.magic_clip || (k_ >= kClipSettled && n_new + 1 >= kClipSettled);
+}
+
+// Index of kernel p in dimension d's sorted order (ascending centre, ties by position), or where it belongs.
+std::size_t ParzenEstimator::sorted_index(std::size_t d, std::size_t p) const {
+  const std::vector<std::size_t>& sp = sorted_pos_[d];
+  const double* mu = mu_.data() + d * pitch_;
+  const double v = mu[p];
+  return static_cast<std::size_t>(std::lower_bound(sp.begin(), sp.end(), p, [&](std::size_t a, std::size_t) {
+                                    return mu[a] < v || (mu[a] == v && a < p);
+                                  }) - sp.begin());
+}
+
+// Kernel p (an observation) leaves: the tables shift down by one, its sorted neighbours' widths are marked.
+void ParzenEstimator::edit_erase(std::size_t p) {
+  for (std::size_t d = 0; d < dims_.size(); ++d) {
+    if (kind_[d] != simd::kCategorical) {
+      std::vector<std::size_t>& sp = sorted_pos_[d];
+      std::vector<std::size_t>& mv = moved_[d];
+      const std::size_t j = sorted_index(d, p);
+      sp.erase(sp.begin() + static_cast<std::ptrdiff_t>(j));
+      for (std::size_t& q : sp) q -= q > p;
+      mv.erase(std::remove(mv.begin(), mv.end(), p), mv.end());
+      for (std::size_t& q : mv) q -= q > p;
+      if (j > 0) mv.push_back(sp[j - 1]);
+      if (j < sp.size()) mv.push_back(sp[j]);
+    }
+    for (auto [table, pad] : {std::pair{&mu_, 0.0}, {&sigma_, 1.0}, {&coef_, 0.0}, {&term_, 0.0}}) {
+      double* row = table->data() + d * pitch_;
+      std::copy(row + p + 1, row + k_, row + p);
+      row[k_ - 1] = pad;
+    }
+  }
+  --k_;
+}
+
+// A kernel enters at position p (row: its values): the tables shift up by one, it and its sorted neighbours are
+// marked for new widths.
+void ParzenEstimator::edit_insert(std::size_t p, const double* row) {
+  for (std::size_t d = 0; d < dims_.size(); ++d) {
+    for (std::vector<double>* table : {&mu_, &sigma_, &coef_, &term_}) {
+      double* r = table->data() + d * pitch_;
+      std::copy_backward(r + p, r + k_, r + k_ + 1);
+      r[p] = 0.0;
+    }
+    const ParzenDim& pd = dims_[d];
+    if (kind_[d] == simd::kCategorical) {
+      mu_[d * pitch_ + p] = row[d];
+      continue;
+    }
+    mu_[d * pitch_ + p] = std::clamp(row[d], pd.low - half_[d], pd.high + half_[d]);
+    sigma_[d * pitch_ + p] = 1.0;
+    std::vector<std::size_t>& sp = sorted_pos_[d];
+    std::vector<std::size_t>& mv = moved_[d];
+    for (std::size_t& q : sp) q += q >= p;
+    for (std::size_t& q : mv) q += q >= p;
+    const std::size_t j = sorted_index(d, p);
+    sp.insert(sp.begin() + static_cast<std::ptrdiff_t>(j), p);
+    mv.push_back(p);
+    if (j > 0) mv.push_back(sp[j - 1]);
+    if (j + 1 < sp.size()) mv.push_back(sp[j + 1]);
+  }
+  ++k_;
+}
+
+// The marked kernels of dimension d get their neighbour widths again, their blocks new constants.
+void ParzenEstimator::edit_widths(std::size_t d) {
+  std::vector<std::size_t>& mv = moved_[d];
+  std::sort(mv.begin(), mv.end());
+  mv.erase(std::unique(mv.begin(), mv.end()), mv.end());
+  const std::vector<std::size_t>& sp = sorted_pos_[d];
+  const std::size_t n = sp.size();
+  const double minsig = min_width(d, k_);
+  const double* mu = mu_.data() + d * pitch_;
+  double* sg = sigma_.data() + d * pitch_;
+  for (const std::size_t q : mv) {
+    const std::size_t j = sorted_index(d, q);
+    sg[q] = neighbour_width(d, j > 0 ? mu[sp[j - 1]] : 0.0, mu[q], j + 1 < n ? mu[sp[j + 1]] : 0.0, j, n, minsig);
+  }
+  std::size_t done = static_cast<std::size_t>(-1);
+  for (const std::size_t q : mv) {
+    const std::size_t block = q / simd::kPad * simd::kPad;
+    if (block != done) fit_constants(d, block, block + simd::kPad, false);
+    done = block;
+  }
+  mv.clear();
+}
+
+}  // namespace kubetune::search
