@@ -118,76 +118,84 @@ bool sorted_model(const tpe::Group& grp) {
   return grp.params.size() == 1 && grp.dims[0].kind != ParzenDim::Kind::Categorical;
 }
 
-// After a full fit of g(x) on the gathered rows (g.act, then `total - rows` liars; kernel i is row order[i] when
-// sorted): each kernel's order key, for refit_above.
-void remember_above(const TPEWorkspace& ws, const Gather& g, GroupState& st, std::size_t rows, std::size_t total,
-                    const std::size_t* order) {
-  AboveRows& ar = st.above_rows;
-  ar.generation = ws.history.generation();
-  ar.liar_ask = ws.ask_id;
-  ar.n_liars = total - rows;
-  ar.rows.assign(g.act.begin(), g.act.begin() + static_cast<std::ptrdiff_t>(rows));
-  ar.keys.resize(total);
+// One of a group's two estimators with what it is fitted on: l(x) on the below set, g(x) on the above set plus
+// (constant_liar) the in-batch liars, its kernels sorted when sorted_model.
+struct Model {
+  ParzenEstimator& est;
+  ModelRows& mr;
+  const std::vector<std::size_t>& set;
+  bool liars, sorted;
+  bool orders;             // the history's argsorts for the fit (saves its sorts)
+  std::vector<double>& w;  // the gather's recency weights of this set
+};
+
+// After a full fit on the gathered rows (g.act, then `total - rows` liars; kernel i is row order[i] when sorted):
+// each kernel's order key, for refit_model.
+void remember(const TPEWorkspace& ws, const Gather& g, ModelRows& mr, std::size_t rows, std::size_t total,
+              const std::size_t* order) {
+  mr.generation = ws.history.generation();
+  mr.liar_ask = ws.ask_id;
+  mr.n_liars = total - rows;
+  mr.rows.assign(g.act.begin(), g.act.begin() + static_cast<std::ptrdiff_t>(rows));
+  mr.keys.resize(total);
   for (std::size_t i = 0; i < total; ++i) {
     const std::size_t r = order ? order[i] : i;
-    ar.keys[i] = {order ? g.obs[r] : 0.0, r < rows ? g.act[r] : kLiarKey + (r - rows)};
+    mr.keys[i] = {order ? g.obs[r] : 0.0, r < rows ? g.act[r] : kLiarKey + (r - rows)};
   }
-  ar.valid = true;
+  mr.valid = true;
 }
 
-// The edits that take g(x) from ar's rows to the current ones: history rows out and in (both lists ascending),
-// the liars of an earlier ask out, this ask's new liars in (its earlier ones stay: a batch only grows). Their keys
-// into `out` (erased) and g.added (ascending); false when there are too many.
-bool above_edits(const TPEWorkspace& ws, const tpe::Group& grp, Gather& g, const AboveRows& ar,
-                 const std::vector<std::size_t>& liars, std::vector<std::pair<double, std::uint64_t>>& out) {
-  const bool sorted = sorted_model(grp);
+// The edits that take the model from mr's rows to the current ones: history rows out and in (both lists
+// ascending), the liars of an earlier ask out, this ask's new liars in (its earlier ones stay: a batch only grows).
+// Their keys into `out` (erased) and g.added (ascending); false when there are too many.
+bool row_edits(const TPEWorkspace& ws, const tpe::Group& grp, Gather& g, const Model& m,
+               std::vector<std::pair<double, std::uint64_t>>& out) {
+  const ModelRows& mr = m.mr;
   const std::size_t first = grp.params[0], D = ws.model.pm.size();
-  auto key = [&](std::size_t t) { return std::pair<double, std::uint64_t>{sorted ? ws.history.value(first, t) : 0.0, t}; };
+  auto key = [&](std::size_t t) { return std::pair<double, std::uint64_t>{m.sorted ? ws.history.value(first, t) : 0.0, t}; };
   out.clear();
   g.added.clear();
   const std::vector<std::size_t>& now = g.act;
-  for (std::size_t i = 0, j = 0; i < ar.rows.size() || j < now.size();) {
+  for (std::size_t i = 0, j = 0; i < mr.rows.size() || j < now.size();) {
     if (out.size() + g.added.size() > kMaxRowEdits) return false;
-    if (j == now.size() || (i < ar.rows.size() && ar.rows[i] < now[j])) out.push_back(key(ar.rows[i++]));
-    else if (i == ar.rows.size() || now[j] < ar.rows[i]) g.added.push_back(key(now[j++]));
+    if (j == now.size() || (i < mr.rows.size() && mr.rows[i] < now[j])) out.push_back(key(mr.rows[i++]));
+    else if (i == mr.rows.size() || now[j] < mr.rows[i]) g.added.push_back(key(now[j++]));
     else ++i, ++j;
   }
-  const std::size_t kept = ar.liar_ask == ws.ask_id ? ar.n_liars : 0;
-  if (kept < ar.n_liars || liars.size() < kept) return false;
-  for (const auto& k : ar.keys)
-    if (k.second >= kLiarKey + kept) out.push_back(k);
-  for (std::size_t b = kept; b < liars.size(); ++b)
-    g.added.emplace_back(sorted ? ws.model.pm[first].to_model(ws.batch[liars[b] * D + first]) : 0.0, kLiarKey + b);
+  const std::size_t kept = mr.liar_ask == ws.ask_id ? mr.n_liars : 0;
+  if (g.liars.size() < kept) return false;
+  if (kept < mr.n_liars)
+    for (const auto& k : mr.keys)
+      if (k.second >= kLiarKey + kept) out.push_back(k);
+  for (std::size_t b = kept; b < g.liars.size(); ++b)
+    g.added.emplace_back(m.sorted ? ws.model.pm[first].to_model(ws.batch[g.liars[b] * D + first]) : 0.0, kLiarKey + b);
   std::sort(g.added.begin(), g.added.end());
   return out.size() + g.added.size() <= kMaxRowEdits;
 }
 
-// g(x) refitted in place (ParzenEstimator::refit) from the rows it was last fitted on; false when it must be fitted
-// anew (nothing fitted on this history yet, or too many rows changed).
-bool refit_above(TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, std::size_t gi) {
-  const tpe::Group& grp = ws.model.groups[gi];
-  GroupState& st = ws.groups[gi];
-  AboveRows& ar = st.above_rows;
-  if (!ar.valid || ar.generation != ws.history.generation()) return false;
+// The model refitted in place (ParzenEstimator::refit) from the rows it was last fitted on; false when it must be
+// fitted anew (nothing fitted on this history yet, or too many rows changed).
+bool refit_model(TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, const tpe::Group& grp, const Model& m) {
+  ModelRows& mr = m.mr;
+  if (!mr.valid || mr.generation != ws.history.generation()) return false;
   const std::size_t dg = grp.params.size(), D = ws.model.pm.size();
-  active_rows(ws, grp, ws.split.above, g.act);
-  std::vector<std::size_t>& liars = g.liars;
-  if (cfg.constant_liar) active_liars(ws, grp, &liars);
-  else liars.clear();
-  std::vector<std::pair<double, std::uint64_t>> erased;
-  if (!above_edits(ws, grp, g, ar, liars, erased)) return false;
+  active_rows(ws, grp, m.set, g.act);
+  if (m.liars) active_liars(ws, grp, &g.liars);
+  else g.liars.clear();
+  std::vector<std::pair<double, std::uint64_t>>& erased = g.erased;
+  if (!row_edits(ws, grp, g, m, erased)) return false;
   // Kernel positions: the erased ones in the old order, the added ones in the new.
   g.erase.clear();
   for (const auto& k : erased) {
-    const auto it = std::lower_bound(ar.keys.begin(), ar.keys.end(), k);
-    if (it == ar.keys.end() || *it != k) return false;  // (cannot happen: the keys mirror the rows)
-    g.erase.push_back(static_cast<std::size_t>(it - ar.keys.begin()));
+    const auto it = std::lower_bound(mr.keys.begin(), mr.keys.end(), k);
+    if (it == mr.keys.end() || *it != k) return false;  // (cannot happen: the keys mirror the rows)
+    g.erase.push_back(static_cast<std::size_t>(it - mr.keys.begin()));
   }
   std::sort(g.erase.begin(), g.erase.end());
   g.kept.clear();
-  for (std::size_t i = 0, e = 0; i < ar.keys.size(); ++i) {
+  for (std::size_t i = 0, e = 0; i < mr.keys.size(); ++i) {
     if (e < g.erase.size() && g.erase[e] == i) ++e;
-    else g.kept.push_back(ar.keys[i]);
+    else g.kept.push_back(mr.keys[i]);
   }
   g.insert_at.clear();
   g.rows.resize(g.added.size() * dg);
@@ -196,48 +204,47 @@ bool refit_above(TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, std::size_t 
     g.insert_at.push_back(static_cast<std::size_t>(std::lower_bound(g.kept.begin(), g.kept.end(), g.added[a]) - g.kept.begin()) + a);
     for (std::size_t q = 0; q < dg; ++q)
       g.rows[a * dg + q] = t < kLiarKey ? ws.history.value(grp.params[q], t)
-                                        : ws.model.pm[grp.params[q]].to_model(ws.batch[liars[t - kLiarKey] * D + grp.params[q]]);
+                                        : ws.model.pm[grp.params[q]].to_model(ws.batch[g.liars[t - kLiarKey] * D + grp.params[q]]);
   }
   // The new key list (kept and added merged) and each kernel's recency weight, by its row's rank.
-  ar.keys.resize(g.kept.size() + g.added.size());
-  std::merge(g.kept.begin(), g.kept.end(), g.added.begin(), g.added.end(), ar.keys.begin());
-  const std::size_t rows = g.act.size(), total = ar.keys.size();
-  recency_weights(cfg, total, g.w_above);
-  const double* w = g.w_above.data();
-  if (sorted_model(grp)) {
+  mr.keys.resize(g.kept.size() + g.added.size());
+  std::merge(g.kept.begin(), g.kept.end(), g.added.begin(), g.added.end(), mr.keys.begin());
+  const std::size_t rows = g.act.size(), total = mr.keys.size();
+  recency_weights(cfg, total, m.w);
+  const double* w = m.w.data();
+  if (m.sorted) {
     if (g.rank.size() < ws.split.mark.size()) g.rank.resize(ws.split.mark.size());
     for (std::size_t r = 0; r < rows; ++r) g.rank[g.act[r]] = r;
     g.weights.resize(total);
     for (std::size_t i = 0; i < total; ++i) {
-      const std::uint64_t t = ar.keys[i].second;
-      g.weights[i] = g.w_above[t < kLiarKey ? g.rank[t] : rows + (t - kLiarKey)];
+      const std::uint64_t t = mr.keys[i].second;
+      g.weights[i] = m.w[t < kLiarKey ? g.rank[t] : rows + (t - kLiarKey)];
     }
     w = g.weights.data();
   }
-  st.above.refit(g.erase, g.insert_at, g.rows.data(), w);
-  ar.rows.assign(g.act.begin(), g.act.end());
-  ar.n_liars = liars.size();
-  ar.liar_ask = ws.ask_id;
+  m.est.refit(g.erase, g.insert_at, g.rows.data(), w);
+  mr.rows.assign(g.act.begin(), g.act.end());
+  mr.n_liars = g.liars.size();
+  mr.liar_ask = ws.ask_id;
   return true;
 }
 
-// g(x) on the above set and, with constant_liar, the in-batch liars: refitted in place or fitted anew.
-void fit_above(TPEWorkspace& ws, const TPEConfig& cfg, const ParzenOptions& popt, Gather& g, std::size_t gi) {
-  const tpe::Group& grp = ws.model.groups[gi];
-  GroupState& st = ws.groups[gi];
+// A model refitted in place or fitted anew. Neighbour widths only (Scott's rule changes every width with n).
+void fit_model(TPEWorkspace& ws, const TPEConfig& cfg, const ParzenOptions& popt, Gather& g, const tpe::Group& grp,
+               const Model& m) {
   const bool neighbour = popt.bandwidth == ParzenBandwidth::Neighbour;
-  if (neighbour && refit_above(ws, cfg, g, gi)) return;
-  st.above_rows.valid = false;
-  const std::size_t total = gather(ws, cfg, g, grp, ws.split.above, cfg.constant_liar, neighbour, g.w_above);
+  if (neighbour && refit_model(ws, cfg, g, grp, m)) return;
+  m.mr.valid = false;
+  const std::size_t total = gather(ws, cfg, g, grp, m.set, m.liars, neighbour && m.orders, m.w);
   const std::size_t rows = g.act.size();
   const double* obs = g.obs.data();
-  const double* w = g.w_above.data();
+  const double* w = m.w.data();
   const std::size_t* order = g.order.empty() ? nullptr : g.order.data();
   // (a categorical parameter has no order: history_orders leaves its part of g.order unset)
-  const bool sorted = order && sorted_model(grp);
+  const bool sorted = order && m.sorted;
   if (sorted) sort_rows(g, total, obs, w, order);
-  st.above.fit_columns(grp.dims, obs, total, w, popt, order);
-  if (neighbour) remember_above(ws, g, st, rows, total, sorted ? g.order.data() : nullptr);
+  m.est.fit_columns(grp.dims, obs, total, w, popt, order);
+  if (neighbour) remember(ws, g, m.mr, rows, total, sorted ? g.order.data() : nullptr);
 }
 }  // namespace
 
@@ -245,12 +252,11 @@ void fit_group(TPEWorkspace& ws, const TPEConfig& cfg, const ParzenOptions& popt
   const tpe::Group& grp = ws.model.groups[gi];
   GroupState& st = ws.groups[gi];
   if (!st.below_fresh) {
-    const std::size_t rows = gather(ws, cfg, g, grp, ws.split.below, false, false, g.w_below);
-    st.below.fit_columns(grp.dims, g.obs.data(), rows, g.w_below.data(), popt);
+    fit_model(ws, cfg, popt, g, grp, {st.below, st.below_rows, ws.split.below, false, false, false, g.w_below});
     st.below_fresh = true;
   }
   if (st.above_version != ws.n_batch) {
-    fit_above(ws, cfg, popt, g, gi);
+    fit_model(ws, cfg, popt, g, grp, {st.above, st.above_rows, ws.split.above, cfg.constant_liar, sorted_model(grp), true, g.w_above});
     st.above_version = ws.n_batch;
   }
 }

@@ -77,11 +77,12 @@ void ParzenEstimator::refit(const std::vector<std::size_t>& erase, const std::ve
   fit_columns(dims, obs.data(), n_new, weights, opt);
 }
 
-// In place: neighbour widths, few edits, the clip's bound settled and room in the tables.
+// In place: neighbour widths, few edits, the clip's bound unchanged and room in the tables.
 bool ParzenEstimator::can_edit_in_place(std::size_t n_new, std::size_t n_edits) const {
   if (opt_.bandwidth != ParzenOptions::Bandwidth::Neighbour || n_edits > kMaxEdits) return false;
   if (k_ < 4 || n_new < 3 || simd::padded(n_new + 1) > pitch_) return false;
-  return !opt_.magic_clip || (k_ >= kClipSettled && n_new + 1 >= kClipSettled);
+  // (the bound depends on the kernel count until it settles)
+  return !opt_.magic_clip || k_ == n_new + 1 || (k_ >= kClipSettled && n_new + 1 >= kClipSettled);
 }
 
 // Index of kernel p in dimension d's sorted order (ascending centre, ties by position), or where it belongs.

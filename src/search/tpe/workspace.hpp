@@ -20,13 +20,13 @@ struct Gather {
   // refit of g(x): positions, inserted rows, kernel weights, the rank of each trial among g(x)'s rows
   std::vector<std::size_t> erase, insert_at, rank, liars;
   std::vector<double> rows, weights;
-  std::vector<std::pair<double, std::uint64_t>> added, kept;
+  std::vector<std::pair<double, std::uint64_t>> added, kept, erased;
 };
 
-/// g(x) as last fitted, for refitting it in place: each kernel's order key (kernel order is ascending keys: the
-/// row's key for joint models, (value, key) for a sorted one-parameter model), the history rows it holds
-/// (ascending) and its liars.
-struct AboveRows {
+/// An estimator as last fitted, for refitting it in place: each kernel's order key (kernel order is ascending
+/// keys: (0, the row's key), or (value, key) for a sorted one-parameter g(x)), the history rows it holds (ascending)
+/// and its liars.
+struct ModelRows {
   bool valid = false;
   std::uint64_t generation = 0;        // History::generation() it was fitted on
   std::uint64_t liar_ask = 0;          // the ask its liars belong to
@@ -40,7 +40,7 @@ struct GroupState {
   ParzenEstimator below, above;
   bool below_fresh = false;
   std::size_t above_version = static_cast<std::size_t>(-1);  // n_batch it was fitted with
-  AboveRows above_rows;
+  ModelRows below_rows, above_rows;
   std::vector<double> cand, lb, la;  // n_ei_candidates draws from l(x), then the refinement draws
   std::size_t n_main = 0, n_cand = 0;
 };
