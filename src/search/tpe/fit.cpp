@@ -156,11 +156,15 @@ bool row_edits(const TPEWorkspace& ws, const tpe::Group& grp, Gather& g, const M
   out.clear();
   g.added.clear();
   const std::vector<std::size_t>& now = g.act;
-  for (std::size_t i = 0, j = 0; i < mr.rows.size() || j < now.size();) {
-    if (out.size() + g.added.size() > kMaxRowEdits) return false;
+  for (std::size_t i = 0, j = 0;;) {  // runs of rows in both lists skipped at once
+    const auto [a, b] = std::mismatch(mr.rows.begin() + static_cast<std::ptrdiff_t>(i), mr.rows.end(),
+                                      now.begin() + static_cast<std::ptrdiff_t>(j), now.end());
+    i = static_cast<std::size_t>(a - mr.rows.begin());
+    j = static_cast<std::size_t>(b - now.begin());
+    if (i == mr.rows.size() && j == now.size()) break;
+    if (out.size() + g.added.size() >= kMaxRowEdits) return false;
     if (j == now.size() || (i < mr.rows.size() && mr.rows[i] < now[j])) out.push_back(key(mr.rows[i++]));
-    else if (i == mr.rows.size() || now[j] < mr.rows[i]) g.added.push_back(key(now[j++]));
-    else ++i, ++j;
+    else g.added.push_back(key(now[j++]));
   }
   const std::size_t kept = mr.liar_ask == ws.ask_id ? mr.n_liars : 0;
   if (g.liars.size() < kept) return false;
@@ -192,23 +196,20 @@ bool refit_model(TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, const tpe::G
     g.erase.push_back(static_cast<std::size_t>(it - mr.keys.begin()));
   }
   std::sort(g.erase.begin(), g.erase.end());
-  g.kept.clear();
-  for (std::size_t i = 0, e = 0; i < mr.keys.size(); ++i) {
-    if (e < g.erase.size() && g.erase[e] == i) ++e;
-    else g.kept.push_back(mr.keys[i]);
-  }
+  // The key list edited in place (erased, then the added ones in ascending order at their final positions).
+  for (auto e = g.erase.rbegin(); e != g.erase.rend(); ++e) mr.keys.erase(mr.keys.begin() + static_cast<std::ptrdiff_t>(*e));
   g.insert_at.clear();
   g.rows.resize(g.added.size() * dg);
   for (std::size_t a = 0; a < g.added.size(); ++a) {
+    const auto at = std::lower_bound(mr.keys.begin(), mr.keys.end(), g.added[a]);
+    g.insert_at.push_back(static_cast<std::size_t>(at - mr.keys.begin()));
+    mr.keys.insert(at, g.added[a]);
     const std::uint64_t t = g.added[a].second;
-    g.insert_at.push_back(static_cast<std::size_t>(std::lower_bound(g.kept.begin(), g.kept.end(), g.added[a]) - g.kept.begin()) + a);
     for (std::size_t q = 0; q < dg; ++q)
       g.rows[a * dg + q] = t < kLiarKey ? ws.history.value(grp.params[q], t)
                                         : ws.model.pm[grp.params[q]].to_model(ws.batch[g.liars[t - kLiarKey] * D + grp.params[q]]);
   }
-  // The new key list (kept and added merged) and each kernel's recency weight, by its row's rank.
-  mr.keys.resize(g.kept.size() + g.added.size());
-  std::merge(g.kept.begin(), g.kept.end(), g.added.begin(), g.added.end(), mr.keys.begin());
+  // Each kernel's recency weight, by its row's rank.
   const std::size_t rows = g.act.size(), total = mr.keys.size();
   recency_weights(cfg, total, m.w);
   const double* w = m.w.data();

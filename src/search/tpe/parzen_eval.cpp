@@ -239,9 +239,12 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out, std::size_t* 
   KT_CHECK(k_ > 0, StateError, "parzen: sample() before fit()");
   const std::size_t D = dims_.size();
   const std::size_t n = k_ - 1;
+  std::vector<double> cum_w(k_);  // running sums of the weights (only l(x) is sampled: computed here, not per fit)
+  double run = 0.0;
+  for (std::size_t k = 0; k < k_; ++k) cum_w[k] = run += w_[k];
   for (std::size_t r = 0; r < m; ++r) {
     const double u = rng.uniform();
-    std::size_t k = static_cast<std::size_t>(std::upper_bound(cum_w_.begin(), cum_w_.end(), u) - cum_w_.begin());
+    std::size_t k = static_cast<std::size_t>(std::upper_bound(cum_w.begin(), cum_w.end(), u) - cum_w.begin());
     k = std::min(k, k_ - 1);
     if (kernels) kernels[r] = k;
     for (std::size_t d = 0; d < D; ++d) {

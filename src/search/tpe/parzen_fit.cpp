@@ -134,7 +134,7 @@ void ParzenEstimator::fit_strided(const std::vector<ParzenDim>& dims, const doub
 }
 
 // Observation weights (default 1) and the prior's, normalised (the prior alone weighs 1); base_ starts as
-// their logs (padding kernels -inf), cum_w_ holds the running sums sample() draws from.
+// their logs (padding kernels -inf).
 void ParzenEstimator::fit_weights(std::size_t n, const double* weights, double prior_weight) {
   w_.resize(k_);
   double total = 0.0;
@@ -147,14 +147,8 @@ void ParzenEstimator::fit_weights(std::size_t n, const double* weights, double p
   }
   w_[n] = n == 0 ? 1.0 : prior_weight;
   total += w_[n];
-  cum_w_.resize(k_);
   const double inv = 1.0 / total;  // (Optuna divides; the product differs by at most one unit in the last place)
-  double run = 0.0;
-  for (std::size_t k = 0; k < k_; ++k) {
-    w_[k] *= inv;
-    run += w_[k];
-    cum_w_[k] = run;
-  }
+  for (std::size_t k = 0; k < k_; ++k) w_[k] *= inv;
   base_.assign(stride_, 1.0);
   std::copy(w_.begin(), w_.end(), base_.begin());
   simd::kernels().logs(base_.data(), base_.data(), stride_);

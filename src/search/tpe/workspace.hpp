@@ -20,7 +20,7 @@ struct Gather {
   // refit of g(x): positions, inserted rows, kernel weights, the rank of each trial among g(x)'s rows
   std::vector<std::size_t> erase, insert_at, rank, liars;
   std::vector<double> rows, weights;
-  std::vector<std::pair<double, std::uint64_t>> added, kept, erased;
+  std::vector<std::pair<double, std::uint64_t>> added, erased;
 };
 
 /// An estimator as last fitted, for refitting it in place: each kernel's order key (kernel order is ascending
