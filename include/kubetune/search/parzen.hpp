@@ -68,16 +68,19 @@ class ParzenEstimator {
   void fit_columns(const std::vector<ParzenDim>& dims, const double* observations, std::size_t n,
                    const double* weights, const ParzenOptions& options, const std::size_t* order = nullptr);
 
-  /// The fit() of the last fit's observations edited: the observations at kernel positions `erase` (ascending)
-  /// removed, then rows added at positions `insert_at` of the new order (ascending; `rows`: one row-major row of
-  /// n_dims() values each), `weights` the new observations' weights in the new order (null: all ones); the
-  /// dimensions and options are the last fit's. The kernels are those of that fit, bit for bit; with neighbour
-  /// widths only the edited kernels and their neighbours in each dimension's order are recomputed, and the rest
-  /// costs a pass over the weights (a full fit while the magic clip's bound still moves, below 99 kernels, or
-  /// when the kernel tables must grow). TPE's g(x) after a tell. Throws InvalidArgument on bad positions or
-  /// rows, StateError before fit().
-  void refit(const std::vector<std::size_t>& erase, const std::vector<std::size_t>& insert_at, const double* rows,
+  /// The fit() of the last fit's observations edited in place: the observations at kernel positions `erase`
+  /// (ascending) removed, then rows added at positions `insert_at` of the new order (ascending; `rows`: one
+  /// row-major row of n_dims() values each), `weights` the new observations' weights in the new order (null: all
+  /// ones); the dimensions and options are the last fit's. The kernels are those of that fit, bit for bit: only
+  /// the edited kernels and their neighbours in each dimension's order get new widths and constants, the rest
+  /// costs a pass over the weights. Returns false, changing nothing, where an edit in place would not give the
+  /// fit (can_refit); the caller fits anew. TPE's l(x) and g(x) from one ask to the next. Throws
+  /// InvalidArgument on bad positions, rows or weights, StateError before fit().
+  bool refit(const std::vector<std::size_t>& erase, const std::vector<std::size_t>& insert_at, const double* rows,
              const double* weights);
+  /// Whether refit() edits in place to n_new observations with n_edits erasures and insertions: neighbour widths,
+  /// few edits, room in the tables, and the magic clip's bound range / min(100, 1 + kernels) unchanged.
+  bool can_refit(std::size_t n_new, std::size_t n_edits) const noexcept;
 
   std::size_t n_dims() const noexcept { return dims_.size(); }
   /// Observations + the prior kernel.
@@ -119,8 +122,7 @@ class ParzenEstimator {
   double min_width(std::size_t d, std::size_t n_kernels) const;
   double neighbour_width(std::size_t d, double vm, double v, double vp, std::size_t j, std::size_t n,
                          double minsig) const;
-  // refit() in place (parzen_refit.cpp); false when it needs a full fit.
-  bool can_edit_in_place(std::size_t n_new, std::size_t n_edits) const;
+  // refit() in place (parzen_refit.cpp).
   void edit_erase(std::size_t p);
   void edit_insert(std::size_t p, const double* row);
   std::size_t sorted_index(std::size_t d, std::size_t p) const;

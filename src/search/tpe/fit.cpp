@@ -186,6 +186,7 @@ bool refit_model(TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, const tpe::G
   active_rows(ws, grp, m.set, g.act);
   if (m.liars) active_liars(ws, grp, &g.liars);
   else g.liars.clear();
+  if (!m.est.can_refit(g.act.size() + g.liars.size(), 0)) return false;
   std::vector<std::pair<double, std::uint64_t>>& erased = g.erased;
   if (!row_edits(ws, grp, g, m, erased)) return false;
   // Kernel positions: the erased ones in the old order, the added ones in the new.
@@ -223,7 +224,7 @@ bool refit_model(TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, const tpe::G
     }
     w = g.weights.data();
   }
-  m.est.refit(g.erase, g.insert_at, g.rows.data(), w);
+  if (!m.est.refit(g.erase, g.insert_at, g.rows.data(), w)) return false;  // (fit_model fits anew)
   mr.rows.assign(g.act.begin(), g.act.end());
   mr.n_liars = g.liars.size();
   mr.liar_ask = ws.ask_id;

@@ -1,5 +1,5 @@
-// ParzenEstimator::refit: the fit of the last fit's observations after a few were removed and added (TPE's g(x)
-// after a tell), done in place when the result is the same: the kernel tables shifted, each dimension's sorted
+// ParzenEstimator::refit: the fit of the last fit's observations after a few were removed and added (TPE's models
+// after a tell), done in place where the result is the same: the kernel tables shifted, each dimension's sorted
 // order edited, the widths of the edited kernels and of their neighbours recomputed with the constants of their
 // blocks; the weights and the per-kernel sums are redone (every weight changes with n).
 #include <algorithm>
@@ -17,7 +17,7 @@ constexpr std::size_t kMaxEdits = 16;
 constexpr std::size_t kClipSettled = 99;
 }  // namespace
 
-void ParzenEstimator::refit(const std::vector<std::size_t>& erase, const std::vector<std::size_t>& insert_at,
+bool ParzenEstimator::refit(const std::vector<std::size_t>& erase, const std::vector<std::size_t>& insert_at,
                             const double* rows, const double* weights) {
   KT_CHECK(k_ > 0, StateError, "parzen: refit() before fit()");
   const std::size_t n = k_ - 1, D = dims_.size();
@@ -44,43 +44,23 @@ void ParzenEstimator::refit(const std::vector<std::size_t>& erase, const std::ve
   for (std::size_t i = 0; weights && i < n_new; ++i)
     KT_CHECK(std::isfinite(weights[i]) && weights[i] >= 0.0, InvalidArgument, "parzen: weight ", i, " = ",
              weights[i], " must be finite and >= 0");
-  if (can_edit_in_place(n_new, erase.size() + insert_at.size())) {
-    moved_.resize(D);
-    for (auto it = erase.rbegin(); it != erase.rend(); ++it) edit_erase(*it);
-    for (std::size_t i = 0; i < insert_at.size(); ++i) edit_insert(insert_at[i], rows + i * D);
-    stride_ = simd::padded(k_);
-    for (std::size_t d = 0; d < D; ++d) {
-      if (kind_[d] == simd::kCategorical) categorical_constants(d);
-      else edit_widths(d);
-    }
-    fit_weights(n_new, weights, opt_.prior_weight);
-    fit_base();
-    return;
-  }
-  // A full fit on the edited observations, read back from the kernel tables (the centres are the observations
-  // clamped to the support: clamping them again changes nothing).
-  std::vector<double> obs(D * n_new);
+  if (!can_refit(n_new, erase.size() + insert_at.size())) return false;
+  moved_.resize(D);
+  for (auto it = erase.rbegin(); it != erase.rend(); ++it) edit_erase(*it);
+  for (std::size_t i = 0; i < insert_at.size(); ++i) edit_insert(insert_at[i], rows + i * D);
+  stride_ = simd::padded(k_);
   for (std::size_t d = 0; d < D; ++d) {
-    const double* mu = mu_.data() + d * pitch_;
-    double* o = obs.data() + d * n_new;
-    for (std::size_t j = 0, e = 0, ins = 0, old = 0; j < n_new; ++j) {
-      if (ins < insert_at.size() && insert_at[ins] == j) {
-        o[j] = rows[ins++ * D + d];
-        continue;
-      }
-      for (; e < erase.size() && erase[e] == old; ++e) ++old;
-      o[j] = mu[old++];
-    }
+    if (kind_[d] == simd::kCategorical) categorical_constants(d);
+    else edit_widths(d);
   }
-  const std::vector<ParzenDim> dims = dims_;
-  const ParzenOptions opt = opt_;
-  fit_columns(dims, obs.data(), n_new, weights, opt);
+  fit_weights(n_new, weights, opt_.prior_weight);
+  fit_base();
+  return true;
 }
 
-// In place: neighbour widths, few edits, the clip's bound unchanged and room in the tables.
-bool ParzenEstimator::can_edit_in_place(std::size_t n_new, std::size_t n_edits) const {
+bool ParzenEstimator::can_refit(std::size_t n_new, std::size_t n_edits) const noexcept {
   if (opt_.bandwidth != ParzenOptions::Bandwidth::Neighbour || n_edits > kMaxEdits) return false;
-  if (k_ < 4 || n_new < 3 || simd::padded(n_new + 1) > pitch_) return false;
+  if (k_ < 4 || n_new < 3 || simd::padded(n_new + 1) > pitch_) return false;  // (few kernels: a fit is cheap)
   // (the bound depends on the kernel count until it settles)
   return !opt_.magic_clip || k_ == n_new + 1 || (k_ >= kClipSettled && n_new + 1 >= kClipSettled);
 }
