@@ -10,16 +10,6 @@
 
 namespace kubetune {
 
-double SearchContext::signed_value(double v) const noexcept {
-  if (!directions.empty() && directions[0] == Direction::Maximize) return -v;
-  return v;
-}
-
-double SearchContext::loss(const Trial& t) const noexcept {
-  if (t.values.empty()) return std::numeric_limits<double>::quiet_NaN();
-  return signed_value(t.values[0]);
-}
-
 namespace {
 struct Registry {
   std::mutex mu;

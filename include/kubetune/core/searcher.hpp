@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,9 +30,13 @@ struct SearchContext {
   std::uint64_t study_seed = 0;
 
   /// Objective 0 signed so that lower is better (NaN if the trial has no value).
-  double loss(const Trial& t) const noexcept;
+  double loss(const Trial& t) const noexcept {
+    return t.values.empty() ? std::numeric_limits<double>::quiet_NaN() : signed_value(t.values[0]);
+  }
   /// Same for an intermediate value of objective 0.
-  double signed_value(double v) const noexcept;
+  double signed_value(double v) const noexcept {
+    return !directions.empty() && directions[0] == Direction::Maximize ? -v : v;
+  }
 };
 
 /// A point proposed by a searcher (internal encoding) and attributes stored on the trial.

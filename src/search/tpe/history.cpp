@@ -16,6 +16,18 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kInsertMax = 64;
 
 double sort_value(double t) { return t == 0.0 ? 0.0 : t; }  // -0 sorts as +0 (as the estimator's argsort)
+
+// Bit-identical rows (a short loop the compiler keeps inline: a memcmp call per trial cost more).
+bool same_bits(const double* a, const double* b, std::size_t n) {
+  std::uint64_t diff = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t u, v;
+    std::memcpy(&u, a + i, sizeof u);
+    std::memcpy(&v, b + i, sizeof v);
+    diff |= u ^ v;
+  }
+  return diff == 0;
+}
 }  // namespace
 
 void History::reset(std::size_t n_params) {
@@ -33,7 +45,7 @@ std::size_t History::unchanged_prefix(const std::vector<Trial>& trials) const {
   const std::size_t keep = std::min(n_, trials.size());
   for (std::size_t i = 0; i < keep; ++i) {
     const std::vector<double>& x = trials[i].x;
-    const bool same = x.size() == D_ ? !malformed_[i] && std::memcmp(x.data(), rows_.data() + i * D_, D_ * sizeof(double)) == 0
+    const bool same = x.size() == D_ ? !malformed_[i] && same_bits(x.data(), rows_.data() + i * D_, D_)
                                      : malformed_[i] != 0;
     if (!same) return i;
   }
