@@ -21,9 +21,19 @@ class Rng {
   static constexpr std::uint64_t min() noexcept { return 0; }
   static constexpr std::uint64_t max() noexcept { return std::numeric_limits<std::uint64_t>::max(); }
 
-  std::uint64_t next_u64() noexcept;
+  std::uint64_t next_u64() noexcept {  // (inline: samplers draw millions)
+    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
   /// Uniform in [0, 1) with 53 random bits.
-  double uniform() noexcept;
+  double uniform() noexcept { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
   /// Uniform in [lo, hi).
   double uniform(double lo, double hi) noexcept { return lo + (hi - lo) * uniform(); }
   /// Standard normal (Marsaglia polar method; keeps no cached spare, so the state is just 4 words).
@@ -37,6 +47,7 @@ class Rng {
   void set_state(const std::array<std::uint64_t, 4>& s) noexcept { s_ = s; }
 
  private:
+  static std::uint64_t rotl(std::uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
   std::array<std::uint64_t, 4> s_{};
 };
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kubetune/search/parzen.hpp"
+#include "normal_draws.hpp"
 
 namespace kubetune::search {
 double sample_truncated_normal(Rng& rng, double mu, double sigma, double low, double high) noexcept {
@@ -40,34 +41,16 @@ double sample_truncated_normal(Rng& rng, double mu, double sigma, double low, do
   return std::clamp(mu + sigma * z, low, high);
 }
 
-namespace {
-// Ziggurat tables (G. Marsaglia & W. W. Tsang, "The Ziggurat Method for Generating Random Variables", J. Stat.
-// Softw. 5(8), 2000): 128 layers of area v under f(x) = exp(-x^2 / 2); x[0] = v / f(r) is the base layer's
-// width (rectangle plus tail), x[1] = r, x[128] = 0.
-struct Ziggurat {
-  static constexpr int kN = 128;
-  static constexpr double kR = 3.442619855899, kV = 9.91256303526217e-3;
-  double x[kN + 1], f[kN + 1];
-  Ziggurat() {
-    x[0] = kV / std::exp(-0.5 * kR * kR);
-    x[1] = kR;
-    for (int i = 2; i < kN; ++i)
-      x[i] = std::sqrt(-2.0 * std::log(kV / x[i - 1] + std::exp(-0.5 * x[i - 1] * x[i - 1])));
-    x[kN] = 0.0;
-    for (int i = 0; i <= kN; ++i) f[i] = std::exp(-0.5 * x[i] * x[i]);
-  }
-};
-const Ziggurat kZig;
-}  // namespace
-
-double standard_normal(Rng& rng) noexcept {
+namespace draws {
+// Outside the rectangle of layer i (u's bits as standard_normal drew them): the tail or the wedge under the curve,
+// then fresh draws until one is accepted.
+double standard_normal_slow(Rng& rng, std::uint64_t u) noexcept {
   for (;;) {
-    const std::uint64_t u = rng.next_u64();
-    const int i = static_cast<int>(u & 127u);                        // layer
-    const bool neg = (u >> 7) & 1u;                                  // sign
-    const double z = static_cast<double>(u >> 11) * 0x1.0p-53 * kZig.x[i];  // bits 11..63: position
-    if (z < kZig.x[i + 1]) return neg ? -z : z;  // inside the rectangle under the curve (~99 % of draws)
-    if (i == 0) {                                // the tail beyond r (Marsaglia 1964)
+    const int i = static_cast<int>(u & 127u);
+    const bool neg = (u >> 7) & 1u;
+    const double z = static_cast<double>(u >> 11) * 0x1.0p-53 * kZig.x[i];
+    if (z < kZig.x[i + 1]) return neg ? -z : z;
+    if (i == 0) {  // the tail beyond r (Marsaglia 1964)
       double a, b;
       do {
         a = -std::log1p(-rng.uniform()) / Ziggurat::kR;
@@ -76,19 +59,15 @@ double standard_normal(Rng& rng) noexcept {
       return neg ? -(Ziggurat::kR + a) : Ziggurat::kR + a;
     }
     if (kZig.f[i] + rng.uniform() * (kZig.f[i + 1] - kZig.f[i]) < std::exp(-0.5 * z * z)) return neg ? -z : z;
+    u = rng.next_u64();
   }
 }
+}  // namespace draws
+
+double standard_normal(Rng& rng) noexcept { return draws::standard_normal(rng); }
 
 double sample_truncated_normal_near(Rng& rng, double mu, double sigma, double low, double high) noexcept {
-  if (mu >= low && mu <= high) {
-    // Redraw a normal until it falls inside: with the centre in [low, high] at least about half the draws
-    // are accepted (a ziggurat normal each; no bound CDFs or quantile).
-    for (int t = 0; t < 32; ++t) {
-      const double z = mu + sigma * standard_normal(rng);
-      if (z >= low && z <= high) return z;
-    }
-  }
-  return sample_truncated_normal(rng, mu, sigma, low, high);
+  return draws::truncated_normal_near(rng, mu, sigma, low, high);
 }
 
 }  // namespace kubetune::search

@@ -8,6 +8,7 @@
 #include "kubetune/core/error.hpp"
 #include "kubetune/core/parallel.hpp"
 #include "kubetune/search/parzen.hpp"
+#include "normal_draws.hpp"
 #include "simd.hpp"
 
 #ifdef _OPENMP
@@ -252,9 +253,9 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out, std::size_t* 
       const double mu = mu_[d * pitch_ + k], sg = sigma_[d * pitch_ + k];
       double v;
       if (pd.kind == ParzenDim::Kind::Continuous) {
-        v = sample_truncated_normal_near(rng, mu, sg, pd.low, pd.high);
+        v = draws::truncated_normal_near(rng, mu, sg, pd.low, pd.high);
       } else if (pd.kind == ParzenDim::Kind::Discrete) {
-        v = snap_to_grid(pd, sample_truncated_normal_near(rng, mu, sg, pd.low - 0.5 * pd.step,
+        v = snap_to_grid(pd, draws::truncated_normal_near(rng, mu, sg, pd.low - 0.5 * pd.step,
                                                           pd.high + 0.5 * pd.step));
       } else if (k == n) {
         v = static_cast<double>(rng.below(pd.n_choices));
@@ -281,9 +282,9 @@ void ParzenEstimator::sample_near(Rng& rng, const double* centre, std::size_t ke
       const double c = centre[d], sg = scale * sigma_[d * pitch_ + kernel];
       double v = c;
       if (pd.kind == ParzenDim::Kind::Continuous) {
-        v = sample_truncated_normal_near(rng, c, sg, pd.low, pd.high);
+        v = draws::truncated_normal_near(rng, c, sg, pd.low, pd.high);
       } else if (pd.kind == ParzenDim::Kind::Discrete) {
-        v = snap_to_grid(pd, sample_truncated_normal_near(rng, c, sg, pd.low - 0.5 * pd.step, pd.high + 0.5 * pd.step));
+        v = snap_to_grid(pd, draws::truncated_normal_near(rng, c, sg, pd.low - 0.5 * pd.step, pd.high + 0.5 * pd.step));
       }
       out[r * D + d] = v;
     }
