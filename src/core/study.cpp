@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include <sstream>
 #include <thread>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 
 #include "kubetune/core/error.hpp"
@@ -140,13 +142,22 @@ void check_loaded_trial(const Trial& t, const SearchSpace& space, std::size_t n_
 }
 }  // namespace
 
+namespace {
+// SearchContext::trials_epoch values, unique in the process (searchers may be shared between studies).
+std::uint64_t next_epoch() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
+}  // namespace
+
 Study::Study(SearchSpace space, std::unique_ptr<Searcher> searcher, std::vector<Direction> directions,
              std::uint64_t seed, std::unique_ptr<Pruner> pruner)
     : space_(std::move(space)),
       searcher_(std::move(searcher)),
       pruner_(std::move(pruner)),
       directions_(std::move(directions)),
-      seed_(seed) {
+      seed_(seed),
+      epoch_(next_epoch()) {
   KT_CHECK(searcher_ != nullptr, InvalidArgument, "study needs a searcher");
   KT_CHECK(!space_.empty(), InvalidArgument, "study needs a non-empty search space");
   KT_CHECK(!directions_.empty(), InvalidArgument, "study needs at least one direction");
@@ -172,7 +183,7 @@ std::vector<Trial> Study::ask(std::size_t n) {
   while (first_pending_ < trials_.size() && trials_[first_pending_].state != TrialState::Pending) ++first_pending_;
   if (out.size() < n) {
     Rng rng(seed_, ask_counter_++);
-    SearchContext ctx{space_, trials_, directions_, rng, seed_};
+    SearchContext ctx{space_, trials_, directions_, rng, seed_, epoch_};
     std::size_t want = n - out.size();
     std::vector<Suggestion> sugg = searcher_->ask(ctx, want);
     KT_CHECK(sugg.size() <= want, StateError, "searcher '", searcher_->type(), "' returned ", sugg.size(),
@@ -250,7 +261,7 @@ bool Study::should_prune(std::int64_t id) {
   Trial& t = find_locked(id);
   if (t.state != TrialState::Running) return false;
   Rng rng(seed_, ~ask_counter_);
-  SearchContext ctx{space_, trials_, directions_, rng, seed_};
+  SearchContext ctx{space_, trials_, directions_, rng, seed_, epoch_};
   if (pruner_) return pruner_->should_prune(ctx, t);
   return searcher_->should_prune(ctx, t);
 }
@@ -521,6 +532,7 @@ void Study::replace_trials(std::vector<TrialRecord> trials, std::uint64_t ask_co
     ask_counter_ = ask_counter;
     exhausted_ = false;
     first_pending_ = trials_.size();
+    epoch_ = next_epoch();  // trials were replaced: what searchers derived from them is stale
   }
   if (keep != 0) return;
   built.clear();  // the replaced trials, freed outside the lock; their storage is kept for the next call

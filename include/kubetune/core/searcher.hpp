@@ -28,6 +28,10 @@ struct SearchContext {
   Rng& rng;
   /// The study's seed (the rng above already depends on it); for searchers that seed their own structures.
   std::uint64_t study_seed = 0;
+  /// Non-zero (set by Study, unique to one study object and history): while it is the same from one call to the
+  /// next, `trials` only grew at the end, no trial's x changed and finished trials did not change at all (only
+  /// running and enqueued ones may have), so a searcher may keep what it derived from them. 0: no such promise.
+  std::uint64_t trials_epoch = 0;
 
   /// Objective 0 signed so that lower is better (NaN if the trial has no value).
   double loss(const Trial& t) const noexcept {

@@ -141,6 +141,7 @@ class Study {
   std::vector<Direction> directions_;
   std::uint64_t seed_;
   std::uint64_t ask_counter_ = 0;
+  std::uint64_t epoch_;  // SearchContext::trials_epoch: a fresh value whenever trials change other than by growing
   bool exhausted_ = false;
   std::size_t first_pending_ = 0;  // no Pending trial before this index (derived; rebuilt on load)
   std::vector<Trial> trials_;

@@ -51,8 +51,9 @@ struct SpaceModel {
 class History {
  public:
   void reset(std::size_t n_params);
-  /// Bring the copy up to `trials` (x and activity only; states and values are read from the trials).
-  void update(const std::vector<Trial>& trials, const SpaceModel& model);
+  /// Bring the copy up to `trials` (x and activity only; states and values are read from the trials). With the
+  /// same non-zero `epoch` as the last update (SearchContext::trials_epoch) the rows kept are not compared again.
+  void update(const std::vector<Trial>& trials, const SpaceModel& model, std::uint64_t epoch = 0);
   /// Value of parameter p in trial i in model coordinates (ParamModel::to_model; NaN: inactive or malformed).
   double value(std::size_t p, std::size_t i) const { return cols_[p * cap_ + i]; }
   const double* column(std::size_t p) const { return cols_.data() + p * cap_; }
@@ -69,7 +70,7 @@ class History {
   void extend_sorted(const SpaceModel& model, std::size_t from, std::size_t to);
 
   std::size_t D_ = 0, n_ = 0, cap_ = 0;
-  std::uint64_t generation_ = 0;
+  std::uint64_t generation_ = 0, epoch_ = 0;
   std::vector<double> rows_;      // row-major copy of each trial's x (to detect changes)
   std::vector<char> malformed_;   // per trial: x.size() != D
   std::vector<double> cols_;      // parameter-major, in model coordinates: cols_[p * cap_ + i]
@@ -87,9 +88,23 @@ struct Split {
   void run(const SearchContext& ctx, const TPEConfig& cfg, bool want_ranked);
 
  private:
+  /// What the split reads of a trial: its kind, and its ranking keys (complete: the loss; pruned: minus the
+  /// deepest step and its signed value).
+  struct Outcome {
+    enum Kind : std::uint8_t { None, Complete, Pruned, Live } kind = None;  // Live: running or enqueued
+    bool finished = false;
+    double a = 0.0, b = 0.0;
+  };
+  static Outcome read(const SearchContext& ctx, const Trial& t);
+  void refresh(const SearchContext& ctx);
   void select_best(std::size_t nbc);
   bool has_cut = false;               // the last split's largest below key (select_best), a hint only
   std::pair<double, std::size_t> cut;
+  // Per trial, as last read; with the same SearchContext::trials_epoch only the trials not finished then (open)
+  // and new ones are read again.
+  std::vector<Outcome> outcomes_;
+  std::vector<std::size_t> open_, still_open_;
+  std::uint64_t epoch_ = 0;
 };
 
 }  // namespace kubetune::search::tpe

@@ -26,32 +26,64 @@ void Split::select_best(std::size_t nbc) {
   if (has_cut) cut = *std::max_element(first, first + static_cast<std::ptrdiff_t>(nbc));
 }
 
+Split::Outcome Split::read(const SearchContext& ctx, const Trial& t) {
+  Outcome o;
+  o.finished = t.is_finished();
+  if (t.x.size() != ctx.space.size()) return o;
+  if (t.state == TrialState::Complete) {
+    o.a = ctx.loss(t);
+    if (!std::isnan(o.a)) o.kind = Outcome::Complete;
+  } else if (t.state == TrialState::Pruned) {
+    o.kind = Outcome::Pruned;
+    if (t.intermediate.empty()) {
+      o.a = 1.0;
+    } else {
+      const double v = ctx.signed_value(t.intermediate.back().second);
+      o.a = -static_cast<double>(t.intermediate.back().first);
+      o.b = std::isnan(v) ? kInf : v;
+    }
+  } else if (t.state == TrialState::Running || t.state == TrialState::Pending) {
+    o.kind = Outcome::Live;
+  }
+  return o;
+}
+
+// The outcomes brought up to ctx.trials: all read again unless the study's epoch is the last one's, then only
+// the trials open at the last read and the new ones (finished trials of a study never change).
+void Split::refresh(const SearchContext& ctx) {
+  const auto& trials = ctx.trials;
+  if (!(ctx.trials_epoch != 0 && ctx.trials_epoch == epoch_ && trials.size() >= outcomes_.size())) {
+    outcomes_.clear();
+    open_.clear();
+  }
+  epoch_ = ctx.trials_epoch;
+  still_open_.clear();
+  for (const std::size_t i : open_) {
+    outcomes_[i] = read(ctx, trials[i]);
+    if (!outcomes_[i].finished) still_open_.push_back(i);
+  }
+  for (std::size_t i = outcomes_.size(); i < trials.size(); ++i) {
+    outcomes_.push_back(read(ctx, trials[i]));
+    if (!outcomes_.back().finished) still_open_.push_back(i);
+  }
+  open_.swap(still_open_);
+}
+
 // Trials are in id order. Complete trials rank by loss; pruned ones after them, deepest step first, then best
 // last intermediate value (NaN last; none reported: after all).
 void Split::run(const SearchContext& ctx, const TPEConfig& cfg, bool want_ranked) {
+  refresh(ctx);
   complete.clear();
   pruned.clear();
   below.clear();
   above.clear();
-  const std::size_t D = ctx.space.size();
-  const auto& trials = ctx.trials;
-  mark.assign(trials.size(), 0);
-  for (std::size_t i = 0; i < trials.size(); ++i) {
-    const Trial& t = trials[i];
-    if (t.x.size() != D) continue;
-    if (t.state == TrialState::Complete) {
-      const double l = ctx.loss(t);
-      if (!std::isnan(l)) complete.emplace_back(l, i);
-    } else if (t.state == TrialState::Pruned) {
-      if (t.intermediate.empty()) {
-        pruned.emplace_back(1.0, 0.0, i);
-      } else {
-        const double v = ctx.signed_value(t.intermediate.back().second);
-        pruned.emplace_back(-static_cast<double>(t.intermediate.back().first), std::isnan(v) ? kInf : v, i);
-      }
-    } else if ((t.state == TrialState::Running || t.state == TrialState::Pending) && cfg.constant_liar) {
-      mark[i] = 2;
-    }
+  const std::size_t N = outcomes_.size();
+  mark.assign(N, 0);
+  for (std::size_t i = 0; i < N; ++i) {
+    const Outcome& o = outcomes_[i];
+    if (o.kind == Outcome::Complete) complete.emplace_back(o.a, i);
+    else if (o.kind == Outcome::Pruned) pruned.emplace_back(o.a, o.b, i);
+    else if (o.kind == Outcome::Live && cfg.constant_liar) mark[i] = 2;
   }
   n_finished = complete.size() + pruned.size();
   // Only the best nb matter, as a set (both lists end in id order): a selection replaces the full sort. Keys
@@ -63,7 +95,7 @@ void Split::run(const SearchContext& ctx, const TPEConfig& cfg, bool want_ranked
   std::nth_element(pruned.begin(), pruned.begin() + static_cast<std::ptrdiff_t>(nbp), pruned.end());
   for (std::size_t k = 0; k < complete.size(); ++k) mark[complete[k].second] = k < nbc ? 1 : 2;
   for (std::size_t k = 0; k < pruned.size(); ++k) mark[std::get<2>(pruned[k])] = k < nbp ? 1 : 2;
-  for (std::size_t i = 0; i < trials.size(); ++i) {
+  for (std::size_t i = 0; i < N; ++i) {
     if (mark[i] == 1) below.push_back(i);
     if (mark[i] == 2) above.push_back(i);
   }

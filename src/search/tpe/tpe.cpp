@@ -235,7 +235,7 @@ std::vector<Suggestion> TPE::ask(const SearchContext& ctx, std::size_t n) {
   if (ws.model.update(space, cfg_)) ws.history.reset(D);
   Rng local = cfg_.seed ? Rng(mix64(*cfg_.seed), ctx.rng.next_u64()) : Rng(0);
   Rng& rng = cfg_.seed ? local : ctx.rng;
-  ws.history.update(ctx.trials, ws.model);
+  ws.history.update(ctx.trials, ws.model, ctx.trials_epoch);
   ws.split.run(ctx, cfg_, cfg_.multivariate && cfg_.n_refine_candidates > 0);
   ws.seen.clear();
   if (ws.model.dedupe)

@@ -90,10 +90,10 @@ std::pair<double, double> refined_and_optuna(const SearchSpace& sp, double (*f)(
 // points (NaN where inactive).
 void expect_same_asks(TPE& a, const std::vector<Trial>& ha, TPE& b, const std::vector<Trial>& hb,
                       const SearchSpace& sp, std::uint64_t seed, std::uint64_t stream, std::size_t n,
-                      const std::string& what) {
+                      const std::string& what, std::uint64_t epoch_a = 0) {
   const std::vector<Direction> dir = {Direction::Minimize};
   Rng r1(seed, stream), r2(seed, stream);
-  const auto pa = a.ask(SearchContext{sp, ha, dir, r1}, n);
+  const auto pa = a.ask(SearchContext{sp, ha, dir, r1, 0, epoch_a}, n);
   const auto pb = b.ask(SearchContext{sp, hb, dir, r2}, n);
   ASSERT_EQ(pa.size(), n) << what;
   ASSERT_EQ(pb.size(), n) << what;
@@ -772,10 +772,11 @@ TEST(TPE, ReusedSearcherMatchesAFreshOneWhateverTheHistoryDoes) {
   }
 }
 
-TEST(TPE, RefittedAboveModelMatchesAFreshFitAlongARun) {
-  // g(x) is refitted in place from one ask to the next (ParzenEstimator::refit): along an optimisation run of its
-  // own -- single asks, batches (in-batch liars) and trials left running (liars across asks) -- every ask must equal
-  // a fresh searcher's, which fits g(x) anew.
+TEST(TPE, RefittedModelsMatchAFreshFitAlongARun) {
+  // l(x) and g(x) are refitted in place from one ask to the next (ParzenEstimator::refit), and with a study's
+  // trials_epoch the history and the split read only new and open trials: along an optimisation run of its own --
+  // single asks, batches (in-batch liars) and trials left running (liars across asks) -- every ask must equal a
+  // fresh searcher's, which reads everything and fits anew.
   SearchSpace sp;
   sp.add_float("a", -2, 2).add_float("b", 1e-3, 1, true).add_int("k", 0, 9).add_categorical("c", {"u", "v"});
   for (bool mv : {true, false}) {
@@ -787,9 +788,10 @@ TEST(TPE, RefittedAboveModelMatchesAFreshFitAlongARun) {
     for (std::uint64_t step = 0; hist.size() < 260; ++step) {
       const std::size_t n = step % 5 == 0 ? 3 : 1;
       TPE fresh(c);
-      expect_same_asks(reused, hist, fresh, hist, sp, 3, step, n, "step " + std::to_string(step) + (mv ? " mv" : " uv"));
+      expect_same_asks(reused, hist, fresh, hist, sp, 3, step, n, "step " + std::to_string(step) + (mv ? " mv" : " uv"),
+                       /*epoch_a=*/7);
       Rng r(3, step);
-      const auto s = reused.ask(SearchContext{sp, hist, dir, r}, n);
+      const auto s = reused.ask(SearchContext{sp, hist, dir, r, 0, 7}, n);
       for (std::size_t j = 0; j < s.size(); ++j) {
         Trial t;
         t.id = static_cast<std::int64_t>(hist.size());
@@ -803,6 +805,40 @@ TEST(TPE, RefittedAboveModelMatchesAFreshFitAlongARun) {
           t.state = TrialState::Complete;
           t.values = {t.x[0] * t.x[0]};
         }
+    }
+  }
+}
+
+TEST(TPE, StudyEpochEndsWhenTrialsAreReplaced) {
+  // A study's trials_epoch lets TPE skip re-reading trials it read before; replace_trials can change any of them
+  // (x included), so the next ask must equal a fresh replay's of the same records.
+  SearchSpace sp;
+  sp.add_float("a", -2, 2).add_float("b", 0, 1).add_int("k", 0, 9);
+  for (bool mv : {true, false}) {
+    TPEConfig c;
+    c.multivariate = mv;
+    Study study(sp, std::make_unique<TPE>(c), {Direction::Minimize}, 5);
+    for (int i = 0; i < 140; ++i) {
+      const Trial t = study.ask().front();
+      study.tell(t.id, t.x[0] * t.x[0] + t.x[1]);
+    }
+    std::vector<TrialRecord> records;
+    Rng gen(9);
+    for (const Trial& t : study.trials()) {
+      TrialRecord r;
+      r.x = t.x;
+      if (t.id % 3 == 0) r.x[0] = gen.uniform(-2.0, 2.0);  // moved points, kept ids
+      r.state = TrialState::Complete;
+      r.values = {r.x[0] * r.x[0] + r.x[1]};
+      records.push_back(r);
+    }
+    study.replace_trials(records, 200);
+    auto replayed = Study::replay(sp, std::make_unique<TPE>(c), {Direction::Minimize}, 5, records, 200);
+    for (int i = 0; i < 3; ++i) {
+      const Trial a = study.ask().front(), b = replayed->ask().front();
+      EXPECT_EQ(a.x, b.x) << (mv ? "mv" : "uv") << " ask " << i;
+      study.tell(a.id, 1.0);
+      replayed->tell(b.id, 1.0);
     }
   }
 }
