@@ -720,12 +720,21 @@ TEST(TPEModels, JointWidthsSplitAndWeightsByHand) {
   EXPECT_NEAR(hi.weights()[12], 1.0 / total, 1e-15);
 }
 
+namespace {
+// The space and loss of the memoisation tests below (a log float, an int and a categorical).
+SearchSpace memo_space() {
+  SearchSpace sp;
+  sp.add_float("a", -2, 2).add_float("b", 1e-3, 1, true).add_int("k", 0, 9).add_categorical("c", {"u", "v"});
+  return sp;
+}
+double memo_loss(const std::vector<double>& x) { return x[0] * x[0] + std::abs(x[2] - 4) / 9 + x[3]; }
+}  // namespace
+
 TEST(TPE, ReusedSearcherMatchesAFreshOneWhateverTheHistoryDoes) {
   // The history copies and sort cache kept across asks are pure memoisation: one searcher asked on a history
   // that grows, is edited in place (a value, -0 vs +0, a state), shrinks and holds malformed rows must answer
   // exactly as a fresh searcher on the same history.
-  SearchSpace sp;
-  sp.add_float("a", -2, 2).add_float("b", 1e-3, 1, true).add_int("k", 0, 9).add_categorical("c", {"u", "v"});
+  const SearchSpace sp = memo_space();
   for (bool mv : {true, false}) {
     TPEConfig c;
     c.multivariate = mv;
@@ -738,7 +747,7 @@ TEST(TPE, ReusedSearcherMatchesAFreshOneWhateverTheHistoryDoes) {
         t.id = static_cast<std::int64_t>(hist.size());
         t.x = sp.sample(gen);
         t.state = TrialState::Complete;
-        t.values = {t.x[0] * t.x[0] + std::abs(t.x[2] - 4) / 9 + t.x[3]};
+        t.values = {memo_loss(t.x)};
         hist.push_back(t);
       }
     };
@@ -777,8 +786,7 @@ TEST(TPE, RefittedModelsMatchAFreshFitAlongARun) {
   // trials_epoch the history and the split read only new and open trials: along an optimisation run of its own --
   // single asks, batches (in-batch liars) and trials left running (liars across asks) -- every ask must equal a
   // fresh searcher's, which reads everything and fits anew.
-  SearchSpace sp;
-  sp.add_float("a", -2, 2).add_float("b", 1e-3, 1, true).add_int("k", 0, 9).add_categorical("c", {"u", "v"});
+  const SearchSpace sp = memo_space();
   for (bool mv : {true, false}) {
     TPEConfig c;
     c.multivariate = mv;
@@ -797,7 +805,7 @@ TEST(TPE, RefittedModelsMatchAFreshFitAlongARun) {
         t.id = static_cast<std::int64_t>(hist.size());
         t.x = s[j].x;
         t.state = j == 1 && step % 10 == 0 ? TrialState::Running : TrialState::Complete;  // finished 7 steps later
-        if (t.state == TrialState::Complete) t.values = {t.x[0] * t.x[0] + std::abs(t.x[2] - 4) / 9 + t.x[3]};
+        if (t.state == TrialState::Complete) t.values = {memo_loss(t.x)};
         hist.push_back(t);
       }
       for (Trial& t : hist)
