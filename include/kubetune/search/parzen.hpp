@@ -144,7 +144,7 @@ class ParzenEstimator {
   // Per dimension d, kernel k at d * pitch_ + k. Continuous / Discrete: centre, width, coef = 1 / (2 sigma^2) and
   // term = - log sqrt(2 pi) - log sigma - log Z (discrete: - log Z, the bin's mass multiplied in when scoring);
   // Categorical: centre = the observed index (-1: prior), coef = log hit - log miss, term = the log mass of a
-  // choice the kernel did not observe. Kernels k_ .. pitch_ hold padding (sigma 1, the rest 0).
+  // choice the kernel did not observe. Kernels from k_ on are padding (centre 0, width 1; base -inf).
   std::vector<double> mu_, sigma_, coef_, term_;
   // The previous fit's tables (fit_constants reuses the constants of kernels that did not move).
   struct Previous {

@@ -1,5 +1,6 @@
 // Fitting a group's l(x) and g(x): the rows of a trial set gathered from the history (with the argsorts the
-// history keeps), and g(x) refitted in place when an ask only moved a few rows in or out of it.
+// history keeps), or the estimator refitted in place when only a few rows moved in or out of the set since its
+// last fit (ParzenEstimator::refit).
 #include <algorithm>
 #include <cmath>
 
@@ -10,7 +11,7 @@ namespace {
 constexpr std::size_t kNone = std::size_t(-1);
 // Liar b (the b-th in-batch point where the group is active) has key kLiarKey + b: after every trial.
 constexpr std::uint64_t kLiarKey = std::uint64_t{1} << 62;
-// g(x) is fitted anew when more rows than this changed.
+// A model is fitted anew when more rows than this changed.
 constexpr std::size_t kMaxRowEdits = 16;
 
 // Trials of idx where the group's first parameter is active.
