@@ -17,7 +17,7 @@ struct Gather {
   std::vector<std::size_t> order, act, rowpos;
   std::vector<double> sorted_obs, sorted_w;   // a one-parameter g(x)'s rows in sorted order (sort_rows)
   std::vector<std::size_t> identity;
-  // refit of g(x): positions, inserted rows, kernel weights, the rank of each trial among g(x)'s rows
+  // refit_model: positions, inserted rows, kernel weights, each trial's rank among the rows, the liars
   std::vector<std::size_t> erase, insert_at, rank, liars;
   std::vector<double> rows, weights;
   std::vector<std::pair<double, std::uint64_t>> added, erased;
