@@ -130,6 +130,8 @@ class ParzenEstimator {
   static constexpr std::size_t kBlock = 8;  // points per vectorised pass (simd.hpp)
   struct DiscreteRows;  // parzen_eval.cpp
   void discrete_rows(const double* x, std::size_t m, DiscreteRows& out) const;
+  bool grid_rows(std::size_t d, const std::vector<std::pair<double, std::size_t>>& values, std::size_t j,
+                 DiscreteRows& dr, std::size_t& n_rows) const;
   void distinct_log_pdf(const double* x, std::size_t m, double* out, int n_threads) const;
   void points_log_pdf(const double* x, std::size_t m, const std::size_t* row_of, const DiscreteRows& dr,
                       double* terms, double* pts, double* weights, double* out) const;

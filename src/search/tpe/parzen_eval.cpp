@@ -75,6 +75,14 @@ Scratch& scratch() {
   static thread_local Scratch s;
   return s;
 }
+// grid_rows' tables (one set per thread).
+struct GridScratch {
+  std::vector<double> widths, index, base, dist, sig, tails, masses;
+};
+GridScratch& grid_scratch() {
+  static thread_local GridScratch g;
+  return g;
+}
 }  // namespace
 
 // m points; terms: m x stride_ scratch, pts: m x n_dims() scratch (a copy of the points when a categorical
@@ -139,6 +147,10 @@ void ParzenEstimator::discrete_rows(const double* x, std::size_t m, DiscreteRows
     const double h = half_[d];
     for (std::size_t r = 0; r < m; ++r) values[r] = {x[r * D + d], r};
     std::sort(values.begin(), values.end(), before);
+    if (grid_rows(d, values, j, dr, n_rows)) {
+      ++j;
+      continue;
+    }
     double last_hi = std::numeric_limits<double>::quiet_NaN();
     for (std::size_t i = 0; i < m; ++i) {
       const double v = values[i].first;
@@ -157,6 +169,78 @@ void ParzenEstimator::discrete_rows(const double* x, std::size_t m, DiscreteRows
     }
     ++j;
   }
+}
+
+// On an integer grid (integer low and step, every observation's centre a grid value, every point's value one
+// too) a kernel's mass on a bin depends only on its width and on the bin's distance from its centre in steps:
+// the tails at the distances 1/2, 3/2, ... steps for each distinct width (edge_tails, the same numbers as at the
+// bins' edges) give a table of masses (bin_masses' formula), and each row is read off it kernel by kernel, the
+// last block (the prior, padding) computed as before. False (nothing written) when the grid or the widths do not
+// allow it.
+bool ParzenEstimator::grid_rows(std::size_t d, const std::vector<std::pair<double, std::size_t>>& values,
+                                std::size_t j, DiscreteRows& dr, std::size_t& n_rows) const {
+  constexpr std::size_t kMaxWidths = 16;
+  constexpr double kExact = 0x1p50;  // integers below this stay exact through the sums below
+  const ParzenDim& pd = dims_[d];
+  const std::size_t n = k_ - 1, at = d * pitch_, regular = n / simd::kPad * simd::kPad;
+  if (regular == 0 || pd.step != std::floor(pd.step) || pd.low != std::floor(pd.low) ||
+      !(std::fabs(pd.low) < kExact && std::fabs(pd.high) < kExact))
+    return false;
+  const double* mu = mu_.data() + at;
+  const double* sg = sigma_.data() + at;
+  for (const auto& v : values) {
+    const double c = (v.first - pd.low) / pd.step;
+    if (!(v.first >= pd.low && v.first <= pd.high && c == std::floor(c) && v.first == pd.low + c * pd.step)) return false;
+  }
+  GridScratch& g = grid_scratch();
+  const std::size_t G = static_cast<std::size_t>((pd.high - pd.low) / pd.step) + 1, row = simd::padded(G + 1);
+  g.widths.clear();
+  g.index.resize(regular);
+  g.base.resize(regular);
+  for (std::size_t k = 0; k < regular; ++k) {
+    const double c = (mu[k] - pd.low) / pd.step;
+    if (!(c == std::floor(c) && mu[k] == pd.low + c * pd.step)) return false;  // a centre off the grid
+    std::size_t w = 0;
+    while (w < g.widths.size() && !(g.widths[w] == sg[k])) ++w;
+    if (w == g.widths.size()) {
+      if (w == kMaxWidths) return false;
+      g.widths.push_back(sg[k]);
+    }
+    g.index[k] = c;
+    g.base[k] = static_cast<double>(w * row);
+  }
+  // Tails at (i + 1/2) steps, i = 0 .. G, for each width; then masses by distance in steps.
+  g.dist.assign(row, 0.0);
+  for (std::size_t i = 0; i <= G; ++i) g.dist[i] = -(static_cast<double>(i) + 0.5) * pd.step;  // 0 - (-dist)
+  g.sig.resize(row);
+  g.tails.resize(g.widths.size() * row);
+  g.masses.resize(g.widths.size() * row);
+  const simd::Kernels& kern = simd::kernels();
+  for (std::size_t w = 0; w < g.widths.size(); ++w) {
+    std::fill(g.sig.begin(), g.sig.end(), g.widths[w]);
+    double* t = g.tails.data() + w * row;
+    kern.edge_tails({0.0, g.dist.data(), g.sig.data(), row, t});
+    double* mass = g.masses.data() + w * row;
+    mass[0] = 1.0 - t[0] - t[0];
+    for (std::size_t i = 1; i <= G; ++i) mass[i] = t[i - 1] - t[i];
+  }
+  std::vector<double>& tails = scratch().tails;  // the last block's two edges
+  const double h = half_[d];
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i].first;
+    if (i == 0 || !(v == values[i - 1].first)) {
+      dr.rows.resize((n_rows + 1) * stride_);
+      double* out = dr.rows.data() + n_rows * stride_;
+      kern.grid_masses({(v - pd.low) / pd.step, g.index.data(), g.base.data(), g.masses.data(), regular, out});
+      const std::size_t tail = stride_ - regular;
+      kern.edge_tails({v - h, mu + regular, sg + regular, tail, tails.data()});
+      kern.edge_tails({v + h, mu + regular, sg + regular, tail, tails.data() + tail});
+      kern.bin_masses({v - h, v + h, mu + regular, tails.data(), tails.data() + tail, tail, out + regular});
+      ++n_rows;
+    }
+    dr.row_of[values[i].second * dr.n_discrete + j] = n_rows - 1;
+  }
+  return true;
 }
 
 void ParzenEstimator::log_pdf(const double* x, std::size_t m, double* out, int n_threads) const {

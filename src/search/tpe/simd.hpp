@@ -52,6 +52,17 @@ struct BinArgs {
   double* out;  ///< per kernel: Phi(hi) - Phi(lo), as a difference of the smaller tails (no cancellation)
 };
 
+/// A discrete dimension on an integer grid: each kernel's mass on the bin of grid index `value`, read off a table
+/// of masses by width and distance in steps (masses[base[k] + |value - index[k]|]).
+struct GridArgs {
+  double value;          ///< the bin's grid index
+  const double* index;   ///< per kernel: its centre's grid index (an integer, as a double)
+  const double* base;    ///< per kernel: the offset of its width's row in masses (an integer, as a double)
+  const double* masses;
+  std::size_t n;         ///< kernels (a multiple of kPad)
+  double* out;
+};
+
 /// Kind of a dimension in JointArgs::kind.
 enum : char { kContinuous = 0, kDiscrete = 1, kCategorical = 2 };
 /// Terms more than this many nats below the largest add < e^-40 ~ 4e-18 each to a log-sum-exp.
@@ -90,6 +101,7 @@ struct Kernels {
   /// A discrete dimension's kernels at one bin edge, then on one bin (neighbouring bins share their edge).
   void (*edge_tails)(const EdgeArgs&);
   void (*bin_masses)(const BinArgs&);
+  void (*grid_masses)(const GridArgs&);
 };
 
 /// The widest instruction set this CPU runs.

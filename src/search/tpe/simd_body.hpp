@@ -170,9 +170,20 @@ void bin_masses(const BinArgs& a) {
 }
 
 template <class Arch>
+void grid_masses(const GridArgs& a) {
+  using B = xsimd::batch<double, Arch>;
+  const B v(a.value);
+  for (std::size_t k = 0; k < a.n; k += B::size) {
+    const B at = B::load_unaligned(a.base + k) + xsimd::abs(v - B::load_unaligned(a.index + k));  // exact integers
+    B::gather(a.masses, xsimd::to_int(at)).store_unaligned(a.out + k);
+  }
+}
+
+template <class Arch>
 Kernels table(const char* name) {
   return {name,          &joint_terms<Arch>,      &log_sum_exp<Arch>, &weighted_log_sum_exp<Arch>,
-          &logs<Arch>,   &kernel_constants<Arch>, &edge_tails<Arch>,  &bin_masses<Arch>};
+          &logs<Arch>,   &kernel_constants<Arch>, &edge_tails<Arch>,  &bin_masses<Arch>,
+          &grid_masses<Arch>};
 }
 
 }  // namespace kubetune::search::simd::body
