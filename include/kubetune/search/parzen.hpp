@@ -160,7 +160,7 @@ class ParzenEstimator {
   std::vector<char> kind_;    // per dimension: simd.hpp's kContinuous / kDiscrete / kCategorical
   // Per continuous / discrete dimension (neighbour widths): the observations' kernel positions in ascending order
   // of centre, ties by position (what refit() edits).
-  std::vector<std::vector<std::size_t>> sorted_pos_;
+  std::vector<std::vector<std::uint32_t>> sorted_pos_;  // (32 bits: the edits' shifts run twice as wide)
   // refit() scratch: per dimension, the kernels whose width must be recomputed (positions after the edits so far).
   std::vector<std::vector<std::size_t>> moved_;
   // Fit scratch: centres and widths in sorted order; argsort.

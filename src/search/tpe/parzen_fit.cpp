@@ -90,6 +90,7 @@ void ParzenEstimator::fit_strided(const std::vector<ParzenDim>& dims, const doub
   KT_CHECK(std::isfinite(opt.prior_weight) && opt.prior_weight > 0.0, InvalidArgument,
            "parzen: prior_weight = ", opt.prior_weight, " must be > 0");
   check_dims(dims);
+  KT_CHECK(n < 0xFFFFFFFFull, InvalidArgument, "parzen: ", n, " observations exceed the 2^32 - 1 it indexes");
   // The previous fit's tables (same dimensions) let unchanged kernels keep their constants (fit_constants).
   prev_.valid = k_ > 0 && same_dims(dims_, dims);
   prev_.pitch = pitch_;
@@ -215,7 +216,7 @@ void ParzenEstimator::fit_widths(std::size_t d, std::size_t n, const std::size_t
   const double* mu = mu_.data() + d * pitch_;
   double* sg = sigma_.data() + d * pitch_;
   sg[n] = pd.prior_sigma > 0.0 ? pd.prior_sigma : width;
-  std::vector<std::size_t>& sorted = sorted_pos_[d];
+  std::vector<std::uint32_t>& sorted = sorted_pos_[d];
   sorted.resize(n);
   if (n == 0) return;
   if (opt_.bandwidth == ParzenOptions::Bandwidth::Scott) {
@@ -226,13 +227,13 @@ void ParzenEstimator::fit_widths(std::size_t d, std::size_t n, const std::size_t
   sorted_.resize(n);
   // sorted_: the centres in sorted order, through the caller's order if it is the stable argsort.
   if (order && is_stable_argsort(mu, n, order)) {
-    std::copy(order, order + n, sorted.begin());
+    for (std::size_t j = 0; j < n; ++j) sorted[j] = static_cast<std::uint32_t>(order[j]);
   } else {
     pairs_.resize(n);
     for (std::size_t i = 0; i < n; ++i) pairs_[i] = {mu[i], i};
     std::sort(pairs_.begin(), pairs_.end());
     for (std::size_t j = 0; j < n; ++j) {
-      sorted[j] = pairs_[j].second;
+      sorted[j] = static_cast<std::uint32_t>(pairs_[j].second);
       sorted_[j] = pairs_[j].first;
     }
   }

@@ -67,7 +67,7 @@ bool ParzenEstimator::can_refit(std::size_t n_new, std::size_t n_edits) const no
 
 // Index of kernel p in dimension d's sorted order (ascending centre, ties by position), or where it belongs.
 std::size_t ParzenEstimator::sorted_index(std::size_t d, std::size_t p) const {
-  const std::vector<std::size_t>& sp = sorted_pos_[d];
+  const std::vector<std::uint32_t>& sp = sorted_pos_[d];
   const double* mu = mu_.data() + d * pitch_;
   const double v = mu[p];
   return static_cast<std::size_t>(std::lower_bound(sp.begin(), sp.end(), p, [&](std::size_t a, std::size_t) {
@@ -79,11 +79,12 @@ std::size_t ParzenEstimator::sorted_index(std::size_t d, std::size_t p) const {
 void ParzenEstimator::edit_erase(std::size_t p) {
   for (std::size_t d = 0; d < dims_.size(); ++d) {
     if (kind_[d] != simd::kCategorical) {
-      std::vector<std::size_t>& sp = sorted_pos_[d];
+      std::vector<std::uint32_t>& sp = sorted_pos_[d];
       std::vector<std::size_t>& mv = moved_[d];
       const std::size_t j = sorted_index(d, p);
       sp.erase(sp.begin() + static_cast<std::ptrdiff_t>(j));
-      for (std::size_t& q : sp) q -= q > p;
+      const std::uint32_t p32 = static_cast<std::uint32_t>(p);
+      for (std::uint32_t& q : sp) q -= q > p32;
       mv.erase(std::remove(mv.begin(), mv.end(), p), mv.end());
       for (std::size_t& q : mv) q -= q > p;
       if (j > 0) mv.push_back(sp[j - 1]);
@@ -114,12 +115,13 @@ void ParzenEstimator::edit_insert(std::size_t p, const double* row) {
     }
     mu_[d * pitch_ + p] = std::clamp(row[d], pd.low - half_[d], pd.high + half_[d]);
     sigma_[d * pitch_ + p] = 1.0;
-    std::vector<std::size_t>& sp = sorted_pos_[d];
+    std::vector<std::uint32_t>& sp = sorted_pos_[d];
     std::vector<std::size_t>& mv = moved_[d];
-    for (std::size_t& q : sp) q += q >= p;
+    const std::uint32_t p32 = static_cast<std::uint32_t>(p);
+    for (std::uint32_t& q : sp) q += q >= p32;
     for (std::size_t& q : mv) q += q >= p;
     const std::size_t j = sorted_index(d, p);
-    sp.insert(sp.begin() + static_cast<std::ptrdiff_t>(j), p);
+    sp.insert(sp.begin() + static_cast<std::ptrdiff_t>(j), p32);
     mv.push_back(p);
     if (j > 0) mv.push_back(sp[j - 1]);
     if (j + 1 < sp.size()) mv.push_back(sp[j + 1]);
@@ -132,7 +134,7 @@ void ParzenEstimator::edit_widths(std::size_t d) {
   std::vector<std::size_t>& mv = moved_[d];
   std::sort(mv.begin(), mv.end());
   mv.erase(std::unique(mv.begin(), mv.end()), mv.end());
-  const std::vector<std::size_t>& sp = sorted_pos_[d];
+  const std::vector<std::uint32_t>& sp = sorted_pos_[d];
   const std::size_t n = sp.size();
   const double minsig = min_width(d, k_);
   const double* mu = mu_.data() + d * pitch_;
