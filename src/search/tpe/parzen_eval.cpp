@@ -176,10 +176,10 @@ void ParzenEstimator::discrete_rows(const double* x, std::size_t m, DiscreteRows
 // the tails at the distances 1/2, 3/2, ... steps for each distinct width (edge_tails, the same numbers as at the
 // bins' edges) give a table of masses (bin_masses' formula), and each row is read off it kernel by kernel, the
 // last block (the prior, padding) computed as before. False (nothing written) when the grid or the widths do not
-// allow it.
+// allow it, or the table would cost more erfc than the edges (a wide grid, many widths).
 bool ParzenEstimator::grid_rows(std::size_t d, const std::vector<std::pair<double, std::size_t>>& values,
                                 std::size_t j, DiscreteRows& dr, std::size_t& n_rows) const {
-  constexpr std::size_t kMaxWidths = 16;
+  constexpr std::size_t kMaxWidths = 16, kMaxGrid = 4096;
   constexpr double kExact = 0x1p50;  // integers below this stay exact through the sums below
   const ParzenDim& pd = dims_[d];
   const std::size_t n = k_ - 1, at = d * pitch_, regular = n / simd::kPad * simd::kPad;
@@ -209,6 +209,8 @@ bool ParzenEstimator::grid_rows(std::size_t d, const std::vector<std::pair<doubl
     g.index[k] = c;
     g.base[k] = static_cast<double>(w * row);
   }
+  // The table's erfc count against the edge tails' (one row per point at most): a wide grid keeps the edges.
+  if (G > kMaxGrid || g.widths.size() * (G + 1) > values.size() * stride_) return false;
   // Tails at (i + 1/2) steps, i = 0 .. G, for each width; then masses by distance in steps.
   g.dist.assign(row, 0.0);
   for (std::size_t i = 0; i <= G; ++i) g.dist[i] = -(static_cast<double>(i) + 0.5) * pd.step;  // 0 - (-dist)
