@@ -109,6 +109,8 @@ class ParzenEstimator {
 
  private:
   void check_dims(const std::vector<ParzenDim>& dims) const;
+  void check_value(std::size_t d, std::size_t i, double v) const;
+  static void check_weights(std::size_t n, const double* weights);
   void fit_weights(std::size_t n, const double* weights, double prior_weight);
   void fit_strided(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n, std::size_t row_step,
                    std::size_t dim_step, const double* weights, const ParzenOptions& opt, const std::size_t* order);

@@ -8,7 +8,6 @@
 
 namespace kubetune::search::detail {
 namespace {
-constexpr std::size_t kNone = std::size_t(-1);
 // Liar b (the b-th in-batch point where the group is active) has key kLiarKey + b: after every trial.
 constexpr std::uint64_t kLiarKey = std::uint64_t{1} << 62;
 // A model is fitted anew when more rows than this changed.

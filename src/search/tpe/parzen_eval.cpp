@@ -40,7 +40,7 @@ struct ParzenEstimator::DiscreteRows {
 namespace {
 // log_pdf's buffers, one set per thread, kept between calls (fresh ones of this size page-fault on every call).
 struct Scratch {
-  std::vector<double> terms, pts, weights, tails;
+  std::vector<double> terms, pts, weights, tails, cum_w;
   std::vector<std::pair<double, std::size_t>> values;
 };
 // A weighted sum this many nats below its largest term may have lost its masses to underflow (products of
@@ -326,7 +326,8 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out, std::size_t* 
   KT_CHECK(k_ > 0, StateError, "parzen: sample() before fit()");
   const std::size_t D = dims_.size();
   const std::size_t n = k_ - 1;
-  std::vector<double> cum_w(k_);  // running sums of the weights (only l(x) is sampled: computed here, not per fit)
+  std::vector<double>& cum_w = scratch().cum_w;  // running sums of the weights (only l(x) is sampled: here, not per fit)
+  cum_w.resize(k_);
   double run = 0.0;
   for (std::size_t k = 0; k < k_; ++k) cum_w[k] = run += w_[k];
   for (std::size_t r = 0; r < m; ++r) {

@@ -73,6 +73,25 @@ void ParzenEstimator::check_dims(const std::vector<ParzenDim>& dims) const {
   }
 }
 
+// Observation i of dimension d (of dims_): finite, a category's index for a categorical dimension.
+void ParzenEstimator::check_value(std::size_t d, std::size_t i, double v) const {
+  const ParzenDim& pd = dims_[d];
+  if (pd.kind == ParzenDim::Kind::Categorical)
+    KT_CHECK(v >= 0.0 && v < static_cast<double>(pd.n_choices) && v == std::floor(v), InvalidArgument,
+             "parzen: observation ", i, " of categorical dimension ", d, " = ", v, " is not an index below ",
+             pd.n_choices);
+  else
+    KT_CHECK(std::isfinite(v), InvalidArgument, "parzen: observation ", i, " of dimension ", d, " = ", v,
+             " is not finite");
+}
+
+// Observation weights (null: all ones) finite and >= 0, checked before a fit changes anything.
+void ParzenEstimator::check_weights(std::size_t n, const double* weights) {
+  for (std::size_t i = 0; weights && i < n; ++i)
+    KT_CHECK(std::isfinite(weights[i]) && weights[i] >= 0.0, InvalidArgument, "parzen: weight ", i, " = ",
+             weights[i], " must be finite and >= 0");
+}
+
 void ParzenEstimator::fit(const std::vector<ParzenDim>& dims, const double* obs, std::size_t n,
                           const double* weights, const ParzenOptions& opt, const std::size_t* order) {
   fit_strided(dims, obs, n, dims.size(), 1, weights, opt, order);
@@ -91,6 +110,7 @@ void ParzenEstimator::fit_strided(const std::vector<ParzenDim>& dims, const doub
            "parzen: prior_weight = ", opt.prior_weight, " must be > 0");
   check_dims(dims);
   KT_CHECK(n < 0xFFFFFFFFull, InvalidArgument, "parzen: ", n, " observations exceed the 2^32 - 1 it indexes");
+  check_weights(n, weights);
   // The previous fit's tables (same dimensions) let unchanged kernels keep their constants (fit_constants).
   prev_.valid = k_ > 0 && same_dims(dims_, dims);
   prev_.pitch = pitch_;
@@ -134,15 +154,13 @@ void ParzenEstimator::fit_strided(const std::vector<ParzenDim>& dims, const doub
   fit_base();
 }
 
-// Observation weights (default 1) and the prior's, normalised (the prior alone weighs 1); base_ starts as
-// their logs (padding kernels -inf).
+// Observation weights (default 1; checked by check_weights) and the prior's, normalised (the prior alone weighs
+// 1); base_ starts as their logs (padding kernels -inf).
 void ParzenEstimator::fit_weights(std::size_t n, const double* weights, double prior_weight) {
   w_.resize(k_);
   double total = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
     const double wi = weights ? weights[i] : 1.0;
-    KT_CHECK(std::isfinite(wi) && wi >= 0.0, InvalidArgument, "parzen: weight ", i, " = ", wi,
-             " must be finite and >= 0");
     w_[i] = wi;
     total += wi;
   }
@@ -176,9 +194,7 @@ void ParzenEstimator::fit_centres(std::size_t d, const double* obs, std::size_t 
     bad |= !(v - v == 0.0);  // NaN or infinite (a branch-free test, so the loop vectorises)
     mu[i] = std::clamp(v, lo, hi);
   }
-  for (std::size_t i = 0; bad && i < n; ++i)
-    KT_CHECK(std::isfinite(obs[i * step]), InvalidArgument, "parzen: observation ", i, " of dimension ", d, " = ",
-             obs[i * step], " is not finite");
+  for (std::size_t i = 0; bad && i < n; ++i) check_value(d, i, obs[i * step]);
   mu[n] = std::isnan(pd.prior_mu) ? 0.5 * (pd.low + pd.high) : pd.prior_mu;
 }
 
@@ -290,15 +306,11 @@ void ParzenEstimator::fit_constants(std::size_t d, std::size_t from, std::size_t
 
 // Categorical centres: the observed indices, then -1 for the prior (categorical_constants gives the rest).
 void ParzenEstimator::fit_categorical(std::size_t d, const double* obs, std::size_t step, std::size_t n) {
-  const ParzenDim& pd = dims_[d];
-  const double C = static_cast<double>(pd.n_choices);
   kind_[d] = simd::kCategorical;
   double* mu = mu_.data() + d * pitch_;
   for (std::size_t i = 0; i < n; ++i) {
-    const double c = obs[i * step];
-    KT_CHECK(c >= 0.0 && c < C && c == std::floor(c), InvalidArgument, "parzen: observation ", i,
-             " of categorical dimension ", d, " = ", c, " is not an index below ", pd.n_choices);
-    mu[i] = c;
+    check_value(d, i, obs[i * step]);
+    mu[i] = obs[i * step];
   }
   mu[n] = -1.0;
   categorical_constants(d);

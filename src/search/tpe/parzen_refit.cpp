@@ -30,20 +30,9 @@ bool ParzenEstimator::refit(const std::vector<std::size_t>& erase, const std::ve
              "parzen: refit insert_at[", i, "] = ", insert_at[i], " is not an ascending position below ", n_new);
   KT_CHECK(insert_at.empty() || rows, InvalidArgument, "parzen: refit inserts ", insert_at.size(),
            " rows but none are given");
-  for (std::size_t i = 0; i < insert_at.size() * D; ++i) {
-    const double v = rows[i];
-    const ParzenDim& pd = dims_[i % D];
-    if (pd.kind == ParzenDim::Kind::Categorical)
-      KT_CHECK(v >= 0.0 && v < static_cast<double>(pd.n_choices) && v == std::floor(v), InvalidArgument,
-               "parzen: refit row ", i / D, " of categorical dimension ", i % D, " = ", v, " is not an index below ",
-               pd.n_choices);
-    else
-      KT_CHECK(std::isfinite(v), InvalidArgument, "parzen: refit row ", i / D, " of dimension ", i % D, " = ", v,
-               " is not finite");
-  }
-  for (std::size_t i = 0; weights && i < n_new; ++i)
-    KT_CHECK(std::isfinite(weights[i]) && weights[i] >= 0.0, InvalidArgument, "parzen: weight ", i, " = ",
-             weights[i], " must be finite and >= 0");
+  for (std::size_t a = 0; a < insert_at.size(); ++a)  // (numbered as observations of the new order)
+    for (std::size_t d = 0; d < D; ++d) check_value(d, insert_at[a], rows[a * D + d]);
+  check_weights(n_new, weights);
   if (!can_refit(n_new, erase.size() + insert_at.size())) return false;
   moved_.resize(D);
   for (auto it = erase.rbegin(); it != erase.rend(); ++it) edit_erase(*it);

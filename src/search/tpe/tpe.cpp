@@ -20,7 +20,6 @@ namespace kubetune::search {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr std::size_t kNone = std::size_t(-1);
 
 ParzenOptions parzen_options(const TPEConfig& cfg) {
   ParzenOptions popt;
@@ -77,6 +76,7 @@ std::size_t best_ratio(const double* lb, const double* la, std::size_t cnt, doub
 }
 
 using detail::Gather;
+using detail::kNone;
 using detail::GroupState;
 using detail::TPEWorkspace;
 using detail::fit_group;

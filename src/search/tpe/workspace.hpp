@@ -11,6 +11,9 @@
 
 namespace kubetune::search::detail {
 
+/// "No index" (a kernel, a row position, a fit's batch size).
+inline constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
 /// Buffers of one gather (one per thread).
 struct Gather {
   std::vector<double> obs, w_below, w_above;  // rows; recency weights of the last gather of each set
@@ -39,7 +42,7 @@ struct ModelRows {
 struct GroupState {
   ParzenEstimator below, above;
   bool below_fresh = false;
-  std::size_t above_version = static_cast<std::size_t>(-1);  // n_batch it was fitted with
+  std::size_t above_version = kNone;  // n_batch it was fitted with
   ModelRows below_rows, above_rows;
   std::vector<double> cand, lb, la;  // n_ei_candidates draws from l(x), then the refinement draws
   std::size_t n_main = 0, n_cand = 0;
