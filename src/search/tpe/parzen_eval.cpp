@@ -109,7 +109,7 @@ void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, const std::
   const simd::Kernels& kern = simd::kernels();
   kern.joint_terms({x, m, D, kind_.data(), mu_.data(), coef_.data(), base_.data(), stride_, pitch_, terms, out});
   for (std::size_t r = 0; r < m; ++r) {
-    const double* t = terms + r * stride_;
+    double* t = terms + r * stride_;
     const double top = out[r];
     if (outside[r]) {
       out[r] = -kInf;

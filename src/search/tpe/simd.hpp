@@ -90,9 +90,9 @@ struct Kernels {
   /// (discrete dimensions add nothing here: their bin masses multiply the terms, weighted_log_sum_exp); each
   /// point's largest term in top.
   void (*joint_terms)(const JointArgs&);
-  /// log of sum_k exp(t[k]) over n terms (n a multiple of kPad) whose largest is m, leaving out blocks of
-  /// terms all more than kCut below m; -inf when every term is -inf.
-  double (*log_sum_exp)(const double* t, std::size_t n, double m);
+  /// log of sum_k exp(t[k]) over n terms (n a multiple of kPad) whose largest is m, leaving out terms more
+  /// than kCut below m; -inf when every term is -inf. t is scratch: the terms may be overwritten.
+  double (*log_sum_exp)(double* t, std::size_t n, double m);
   /// log of sum_k exp(t[k]) w[k] (0 <= w <= 1, no block left out), given m >= every t[k]: m + log(sum).
   double (*weighted_log_sum_exp)(const double* t, const double* w, std::size_t n, double m);
   /// out[k] = log(in[k]) for n values (a multiple of kPad).

@@ -3,8 +3,10 @@
 // different symbol names (no inline function is shared between them).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -81,9 +83,30 @@ void joint_terms(const JointArgs& a) {
   for (; i < a.n_points; ++i) joint_terms_of<Arch, 1>(a, i);
 }
 
-// log sum exp(t[k]) given the largest term m; blocks of terms all more than kCut below m are skipped.
+// Whether pack_above exists for Arch: xsimd 8.1 (Debian 12's) has no compress, AVX-512 has the instruction.
 template <class Arch>
-double log_sum_exp(const double* t, std::size_t n, double m) {
+constexpr bool kPacks = std::is_base_of_v<xsimd::avx512f, Arch>;
+
+// The lanes of y above floor, in order, at out[0 .. count) (all of out[0 .. W) is written); returns the count.
+template <class Arch>
+std::size_t pack_above(double* out, const xsimd::batch<double, Arch>& y, const xsimd::batch<double, Arch>& floor) {
+#if defined(__AVX512F__)
+  if constexpr (kPacks<Arch>) {
+    const __mmask8 keep = _mm512_cmp_pd_mask(y, floor, _CMP_GT_OQ);
+    _mm512_storeu_pd(out, _mm512_maskz_compress_pd(keep, y));
+    return static_cast<std::size_t>(__builtin_popcount(keep));
+  }
+#endif
+  static_assert(kPacks<Arch>, "pack_above: AVX-512 only");
+  return 0;
+}
+
+// log sum exp(t[k]) given the largest term m, leaving out the terms more than kCut below m. With AVX-512 the
+// terms that stay are packed at the front of t first (overwriting terms already read; a history gathered near
+// the optimum leaves most kernels beyond the cut of any one candidate, but few blocks of 8 entirely), so exp
+// runs on them alone; elsewhere the blocks whose terms all lie below the cut are skipped.
+template <class Arch>
+double log_sum_exp(double* t, std::size_t n, double m) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
   if (!(m > -std::numeric_limits<double>::infinity())) return m;  // no kernel (or NaN)
@@ -91,9 +114,16 @@ double log_sum_exp(const double* t, std::size_t n, double m) {
   // reach an out-of-range float-to-int conversion inside xsimd::exp; their e^-708 changes a sum >= 1 by nothing.
   const B shift(m), floor(-kCut), lowest(-708.0);
   B sum(0.0);
-  for (std::size_t k = 0; k < n; k += W) {
-    const B y = B::load_unaligned(t + k) - shift;
-    if (xsimd::any(y > floor)) sum += xsimd::exp(xsimd::max(y, lowest));
+  if constexpr (kPacks<Arch>) {
+    std::size_t live = 0;
+    for (std::size_t k = 0; k < n; k += W) live += pack_above(t + live, B::load_unaligned(t + k) - shift, floor);
+    std::fill(t + live, t + padded(live), -708.0);  // (padded(live) <= n: n is a multiple of kPad)
+    for (std::size_t k = 0; k < live; k += W) sum += xsimd::exp(B::load_unaligned(t + k));
+  } else {
+    for (std::size_t k = 0; k < n; k += W) {
+      const B y = B::load_unaligned(t + k) - shift;
+      if (xsimd::any(y > floor)) sum += xsimd::exp(xsimd::max(y, lowest));
+    }
   }
   return m + std::log(xsimd::hadd(sum));
 }
