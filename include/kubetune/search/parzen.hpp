@@ -145,7 +145,7 @@ class ParzenEstimator {
   std::size_t pitch_ = 0;   // row length of the per-dimension tables (>= stride_; room for refit() to grow)
   bool has_discrete_ = false;
   std::vector<double> w_;
-  // Per dimension d, kernel k at d * pitch_ + k. Continuous / Discrete: centre, width, coef = 1 / (2 sigma^2) and
+  // Per dimension d, kernel k at d * pitch_ + k. Continuous / Discrete: centre, width, coef = 1 / (sqrt(2) sigma) and
   // term = - log sqrt(2 pi) - log sigma - log Z (discrete: - log Z, the bin's mass multiplied in when scoring);
   // Categorical: centre = the observed index (-1: prior), coef = log hit - log miss, term = the log mass of a
   // choice the kernel did not observe. Kernels from k_ on are padding (centre 0, width 1; base -inf).

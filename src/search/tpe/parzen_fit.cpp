@@ -278,7 +278,7 @@ bool ParzenEstimator::is_stable_argsort(const double* v, std::size_t n, const st
   return !bad;
 }
 
-// Kernels [from, to) of dimension d (a multiple of kPad): coef = 1 / (2 sigma^2) and term = - log sigma - log
+// Kernels [from, to) of dimension d (a multiple of kPad): coef = 1 / (sqrt(2) sigma) and term = - log sigma - log
 // sqrt(2 pi) - log Z (a discrete dimension: - log Z only, its bin masses come at scoring), log Z = log(Phi(b) -
 // Phi(a)) over the support: vectorised for centres inside it (all observations are clamped there), the scalar
 // log_normal_cdf_diff for a prior centre outside. With use_prev, blocks of kernels with the previous fit's centres

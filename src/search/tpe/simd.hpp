@@ -26,7 +26,7 @@ struct ConstantArgs {
   double shift;     ///< - log sqrt(2 pi)
   double lo, hi;    ///< the (padded) support
   bool discrete;    ///< the term leaves out shift - log sigma (a discrete dimension's bin masses replace it)
-  double* coef;     ///< out: 1 / (2 sigma^2)
+  double* coef;     ///< out: 1 / (sqrt(2) sigma) (a point x adds -((x - mu) coef)^2 to a kernel's term)
   double* term;     ///< out: shift - log sigma - log Z (discrete: - log Z); NaN where log Z needs the scalar
                     ///< path (a centre outside the support)
   const double *prev_sigma, *prev_mu, *prev_coef, *prev_term;
@@ -76,7 +76,7 @@ struct JointArgs {
   std::size_t n_dims;
   const char* kind;         ///< per dimension: kContinuous, kDiscrete (left out: see bin_masses) or kCategorical
   const double* mu;         ///< centres (categorical: observed index)
-  const double* coef;       ///< 1 / (2 sigma^2) (categorical: log hit - log miss)
+  const double* coef;       ///< 1 / (sqrt(2) sigma) (categorical: log hit - log miss)
   const double* base;       ///< per kernel
   std::size_t stride;
   std::size_t pitch;        ///< row length of the mu and coef tables (>= stride)
@@ -86,7 +86,7 @@ struct JointArgs {
 
 struct Kernels {
   const char* name;  ///< instruction set, e.g. "avx512bw"
-  /// out[k] = base[k] + sum over dimensions of: continuous -coef (x - mu)^2, categorical coef where x == mu
+  /// out[k] = base[k] + sum over dimensions of: continuous -((x - mu) coef)^2, categorical coef where x == mu
   /// (discrete dimensions add nothing here: their bin masses multiply the terms, weighted_log_sum_exp); each
   /// point's largest term in top.
   void (*joint_terms)(const JointArgs&);
