@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kubetune/core/aligned.hpp"
 #include "kubetune/core/normal.hpp"
 #include "kubetune/core/rng.hpp"
 
@@ -149,15 +150,15 @@ class ParzenEstimator {
   // term = - log sqrt(2 pi) - log sigma - log Z (discrete: - log Z, the bin's mass multiplied in when scoring);
   // Categorical: centre = the observed index (-1: prior), coef = log hit - log miss, term = the log mass of a
   // choice the kernel did not observe. Kernels from k_ on are padding (centre 0, width 1; base -inf).
-  std::vector<double> mu_, sigma_, coef_, term_;
+  aligned_vector<double> mu_, sigma_, coef_, term_;
   // The previous fit's tables (fit_constants reuses the constants of kernels that did not move).
   struct Previous {
     bool valid = false;
     std::size_t pitch = 0, stride = 0;
-    std::vector<double> mu, sigma, coef, term;
+    aligned_vector<double> mu, sigma, coef, term;
   } prev_;
   // Per kernel: log weight + every dimension's term (padding kernels -inf).
-  std::vector<double> base_;
+  aligned_vector<double> base_;
   std::vector<double> half_;  // per dimension: half a step (Discrete), 0 otherwise
   std::vector<char> kind_;    // per dimension: simd.hpp's kContinuous / kDiscrete / kCategorical
   // Per continuous / discrete dimension (neighbour widths): the observations' kernel positions in ascending order

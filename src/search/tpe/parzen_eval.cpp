@@ -33,14 +33,14 @@ double snap_to_grid(const ParzenDim& pd, double t) {
 // points take there, and each point's row (row_of[r * n_discrete + j] for the j-th discrete dimension).
 struct ParzenEstimator::DiscreteRows {
   std::size_t n_discrete = 0;
-  std::vector<double> rows;
+  aligned_vector<double> rows;
   std::vector<std::size_t> row_of;
 };
 
 namespace {
 // log_pdf's buffers, one set per thread, kept between calls (fresh ones of this size page-fault on every call).
 struct Scratch {
-  std::vector<double> terms, pts, weights, tails, cum_w;
+  aligned_vector<double> terms, pts, weights, tails, cum_w;
   std::vector<std::pair<double, std::size_t>> values;
 };
 // A weighted sum this many nats below its largest term may have lost its masses to underflow (products of
@@ -77,7 +77,7 @@ Scratch& scratch() {
 }
 // grid_rows' tables (one set per thread).
 struct GridScratch {
-  std::vector<double> widths, index, base, dist, sig, tails, masses;
+  aligned_vector<double> widths, index, base, dist, sig, tails, masses;
 };
 GridScratch& grid_scratch() {
   static thread_local GridScratch g;
@@ -135,7 +135,7 @@ void ParzenEstimator::discrete_rows(const double* x, std::size_t m, DiscreteRows
   values.resize(m);
   // NaN sorts last and is never equal to the previous value (its own row, whose terms come out NaN).
   auto before = [](const auto& a, const auto& b) { return a.first < b.first || (std::isnan(b.first) && !std::isnan(a.first)); };
-  std::vector<double>& tails = scratch().tails;  // the current bin's two edges, kernel by kernel
+  aligned_vector<double>& tails = scratch().tails;  // the current bin's two edges, kernel by kernel
   tails.resize(2 * stride_);
   double* tail_lo = tails.data();
   double* tail_hi = tails.data() + stride_;
@@ -226,7 +226,7 @@ bool ParzenEstimator::grid_rows(std::size_t d, const std::vector<std::pair<doubl
     mass[0] = 1.0 - t[0] - t[0];
     for (std::size_t i = 1; i <= G; ++i) mass[i] = t[i - 1] - t[i];
   }
-  std::vector<double>& tails = scratch().tails;  // the last block's two edges
+  aligned_vector<double>& tails = scratch().tails;  // the last block's two edges
   const double h = half_[d];
   for (std::size_t i = 0; i < values.size(); ++i) {
     const double v = values[i].first;
@@ -326,7 +326,7 @@ void ParzenEstimator::sample(Rng& rng, std::size_t m, double* out, std::size_t* 
   KT_CHECK(k_ > 0, StateError, "parzen: sample() before fit()");
   const std::size_t D = dims_.size();
   const std::size_t n = k_ - 1;
-  std::vector<double>& cum_w = scratch().cum_w;  // running sums of the weights (only l(x) is sampled: here, not per fit)
+  aligned_vector<double>& cum_w = scratch().cum_w;  // running sums of the weights (only l(x) is sampled: here, not per fit)
   cum_w.resize(k_);
   double run = 0.0;
   for (std::size_t k = 0; k < k_; ++k) cum_w[k] = run += w_[k];

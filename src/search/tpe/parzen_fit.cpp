@@ -290,7 +290,7 @@ void ParzenEstimator::fit_constants(std::size_t d, std::size_t from, std::size_t
   const bool discrete = kind_[d] == simd::kDiscrete;
   const std::size_t at = d * pitch_ + from, prev_at = d * prev_.pitch + from;
   const std::size_t n_prev = use_prev && prev_.stride > from ? prev_.stride - from : 0;
-  auto prev = [&](const std::vector<double>& t) { return n_prev ? t.data() + prev_at : nullptr; };
+  auto prev = [&](const aligned_vector<double>& t) { return n_prev ? t.data() + prev_at : nullptr; };
   const double* mu = mu_.data() + d * pitch_;
   const double* sg = sigma_.data() + d * pitch_;
   double* term = term_.data() + d * pitch_;

@@ -92,7 +92,7 @@ void ParzenEstimator::edit_erase(std::size_t p) {
 // marked for new widths.
 void ParzenEstimator::edit_insert(std::size_t p, const double* row) {
   for (std::size_t d = 0; d < dims_.size(); ++d) {
-    for (std::vector<double>* table : {&mu_, &sigma_, &coef_, &term_}) {
+    for (aligned_vector<double>* table : {&mu_, &sigma_, &coef_, &term_}) {
       double* r = table->data() + d * pitch_;
       std::copy_backward(r + p, r + k_, r + k_ + 1);
       r[p] = 0.0;
