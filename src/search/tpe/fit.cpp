@@ -96,7 +96,7 @@ std::size_t gather(const TPEWorkspace& ws, const TPEConfig& cfg, Gather& g, cons
   return total;
 }
 
-// A one-parameter g(x) gets its kernels in sorted order: log_sum_exp then skips the blocks of kernels far from a
+// A one-parameter g(x) gets its kernels in sorted order: sum_exp then skips the blocks of kernels far from a
 // candidate (the mixture is the same; only the order of the sum's terms changes). obs, w and order are pointed
 // at the sorted copies (order: the identity, the stable argsort of sorted rows). Sorting a joint model by one of
 // its parameters was measured slower (the permutation costs more than the skipped blocks save).

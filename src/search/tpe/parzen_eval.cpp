@@ -107,20 +107,29 @@ void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, const std::
     }
   }
   const simd::Kernels& kern = simd::kernels();
-  kern.joint_terms({x, m, D, kind_.data(), mu_.data(), coef_.data(), base_.data(), stride_, pitch_, terms, out});
+  double top[kBlock];
+  kern.joint_terms({x, m, D, kind_.data(), mu_.data(), coef_.data(), base_.data(), stride_, pitch_, terms, top});
+  // Each point's sum of exp(term - top), then top + log(sum) for the block at once.
+  alignas(64) double sums[kBlock] = {};
   for (std::size_t r = 0; r < m; ++r) {
     double* t = terms + r * stride_;
-    const double top = out[r];
     if (outside[r]) {
-      out[r] = -kInf;
+      sums[r] = 0.0;
     } else if (dr.n_discrete == 0) {
-      out[r] = kern.log_sum_exp(t, stride_, top);
+      sums[r] = kern.sum_exp(t, stride_, top[r]);
     } else {
       // The kernels' bin masses on the point's values (their product over the discrete dimensions) weigh the
       // terms; each mass is at most 1, so top bounds every weighted term.
       const double* w = bin_weights(row_of + r * dr.n_discrete, dr.n_discrete, dr.rows.data(), stride_, weights);
-      out[r] = kern.weighted_log_sum_exp(t, w, stride_, top);
-      if (!(out[r] > top - kMassRange)) out[r] = log_space_sum(t, w, stride_);  // tiny masses: no underflow
+      sums[r] = kern.weighted_sum_exp(t, w, stride_, top[r]);
+    }
+  }
+  kern.logs(sums, sums, kBlock);
+  for (std::size_t r = 0; r < m; ++r) {
+    out[r] = outside[r] ? -kInf : top[r] + sums[r];
+    if (dr.n_discrete > 0 && !outside[r] && !(out[r] > top[r] - kMassRange)) {  // tiny masses: no underflow
+      const double* w = bin_weights(row_of + r * dr.n_discrete, dr.n_discrete, dr.rows.data(), stride_, weights);
+      out[r] = log_space_sum(terms + r * stride_, w, stride_);
     }
   }
 }

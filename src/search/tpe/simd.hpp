@@ -87,14 +87,15 @@ struct JointArgs {
 struct Kernels {
   const char* name;  ///< instruction set, e.g. "avx512bw"
   /// out[k] = base[k] + sum over dimensions of: continuous -((x - mu) coef)^2, categorical coef where x == mu
-  /// (discrete dimensions add nothing here: their bin masses multiply the terms, weighted_log_sum_exp); each
+  /// (discrete dimensions add nothing here: their bin masses multiply the terms, weighted_sum_exp); each
   /// point's largest term in top.
   void (*joint_terms)(const JointArgs&);
-  /// log of sum_k exp(t[k]) over n terms (n a multiple of kPad) whose largest is m, leaving out terms more
-  /// than kCut below m; -inf when every term is -inf. t is scratch: the terms may be overwritten.
-  double (*log_sum_exp)(double* t, std::size_t n, double m);
-  /// log of sum_k exp(t[k]) w[k] (0 <= w <= 1, no block left out), given m >= every t[k]: m + log(sum).
-  double (*weighted_log_sum_exp)(const double* t, const double* w, std::size_t n, double m);
+  /// sum_k exp(t[k] - m) over n terms (n a multiple of kPad) whose largest is m, leaving out terms more than
+  /// kCut below m; 0 when every term is -inf. t is scratch: the terms may be overwritten. (The caller takes
+  /// m + log(sum), for a block of points at once.)
+  double (*sum_exp)(double* t, std::size_t n, double m);
+  /// sum_k exp(t[k] - m) w[k] (0 <= w <= 1, no term left out), given m >= every t[k].
+  double (*weighted_sum_exp)(const double* t, const double* w, std::size_t n, double m);
   /// out[k] = log(in[k]) for n values (a multiple of kPad).
   void (*logs)(const double* in, double* out, std::size_t n);
   void (*kernel_constants)(const ConstantArgs&);

@@ -103,15 +103,15 @@ std::size_t pack_above(double* out, const xsimd::batch<double, Arch>& y, const x
   return 0;
 }
 
-// log sum exp(t[k]) given the largest term m, leaving out the terms more than kCut below m. With AVX-512 the
+// sum exp(t[k] - m) given the largest term m, leaving out the terms more than kCut below m. With AVX-512 the
 // terms that stay are packed at the front of t first (overwriting terms already read; a history gathered near
 // the optimum leaves most kernels beyond the cut of any one candidate, but few blocks of 8 entirely), so exp
 // runs on them alone; elsewhere the blocks whose terms all lie below the cut are skipped.
 template <class Arch>
-double log_sum_exp(double* t, std::size_t n, double m) {
+double sum_exp(double* t, std::size_t n, double m) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
-  if (!(m > -std::numeric_limits<double>::infinity())) return m;  // no kernel (or NaN)
+  if (!(m > -std::numeric_limits<double>::infinity())) return m == m ? 0.0 : m;  // no kernel: 0 (NaN stays)
   // exp's argument is clamped at -708 (e^-708 is still a normal double): -inf terms (padding, no mass) would
   // reach an out-of-range float-to-int conversion inside xsimd::exp; their e^-708 changes a sum >= 1 by nothing.
   const B shift(m), floor(-kCut), lowest(-708.0);
@@ -127,7 +127,7 @@ double log_sum_exp(double* t, std::size_t n, double m) {
       if (xsimd::any(y > floor)) sum += xsimd::exp(xsimd::max(y, lowest));
     }
   }
-  return m + std::log(xsimd::hadd(sum));
+  return xsimd::hadd(sum);
 }
 
 template <class Arch>
@@ -167,14 +167,14 @@ void kernel_constants(const ConstantArgs& a) {
 }
 
 template <class Arch>
-double weighted_log_sum_exp(const double* t, const double* w, std::size_t n, double m) {
+double weighted_sum_exp(const double* t, const double* w, std::size_t n, double m) {
   using B = xsimd::batch<double, Arch>;
-  if (!(m > -std::numeric_limits<double>::infinity())) return m;  // no kernel (or NaN)
-  const B shift(m), lowest(-708.0);  // (the clamp as in log_sum_exp)
+  if (!(m > -std::numeric_limits<double>::infinity())) return m == m ? 0.0 : m;  // no kernel: 0 (NaN stays)
+  const B shift(m), lowest(-708.0);  // (the clamp as in sum_exp)
   B sum(0.0);
   for (std::size_t k = 0; k < n; k += B::size)
     sum = xsimd::fma(xsimd::exp(xsimd::max(B::load_unaligned(t + k) - shift, lowest)), B::load_unaligned(w + k), sum);
-  return m + std::log(xsimd::hadd(sum));
+  return xsimd::hadd(sum);
 }
 
 template <class Arch>
@@ -213,7 +213,7 @@ void grid_masses(const GridArgs& a) {
 
 template <class Arch>
 Kernels table(const char* name) {
-  return {name,          &joint_terms<Arch>,      &log_sum_exp<Arch>, &weighted_log_sum_exp<Arch>,
+  return {name,          &joint_terms<Arch>,      &sum_exp<Arch>,     &weighted_sum_exp<Arch>,
           &logs<Arch>,   &kernel_constants<Arch>, &edge_tails<Arch>,  &bin_masses<Arch>,
           &grid_masses<Arch>};
 }
