@@ -116,7 +116,7 @@ void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, const std::
     if (outside[r]) {
       sums[r] = 0.0;
     } else if (dr.n_discrete == 0) {
-      sums[r] = kern.sum_exp(t, stride_, top[r]);
+      sums[r] = kern.sum_exp(t, stride_, top[r], D > 1);  // (a one-parameter g(x) has its kernels sorted)
     } else {
       // The kernels' bin masses on the point's values (their product over the discrete dimensions) weigh the
       // terms; each mass is at most 1, so top bounds every weighted term.

@@ -91,9 +91,10 @@ struct Kernels {
   /// point's largest term in top.
   void (*joint_terms)(const JointArgs&);
   /// sum_k exp(t[k] - m) over n terms (n a multiple of kPad) whose largest is m, leaving out terms more than
-  /// kCut below m; 0 when every term is -inf. t is scratch: the terms may be overwritten. (The caller takes
-  /// m + log(sum), for a block of points at once.)
-  double (*sum_exp)(double* t, std::size_t n, double m);
+  /// kCut below m; 0 when every term is -inf. t is scratch: the terms may be overwritten. pack: the terms that
+  /// stay are packed first where the instruction set can (kernels in no useful order); otherwise whole blocks
+  /// below the cut are skipped (kernels sorted by centre). (The caller takes m + log(sum), a block at once.)
+  double (*sum_exp)(double* t, std::size_t n, double m, bool pack);
   /// sum_k exp(t[k] - m) w[k] (0 <= w <= 1, no term left out), given m >= every t[k].
   double (*weighted_sum_exp)(const double* t, const double* w, std::size_t n, double m);
   /// out[k] = log(in[k]) for n values (a multiple of kPad).

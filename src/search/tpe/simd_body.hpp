@@ -103,12 +103,13 @@ std::size_t pack_above(double* out, const xsimd::batch<double, Arch>& y, const x
   return 0;
 }
 
-// sum exp(t[k] - m) given the largest term m, leaving out the terms more than kCut below m. With AVX-512 the
-// terms that stay are packed at the front of t first (overwriting terms already read; a history gathered near
-// the optimum leaves most kernels beyond the cut of any one candidate, but few blocks of 8 entirely), so exp
-// runs on them alone; elsewhere the blocks whose terms all lie below the cut are skipped.
+// sum exp(t[k] - m) given the largest term m, leaving out the terms more than kCut below m. With AVX-512 and
+// pack the terms that stay are packed at the front of t first (overwriting terms already read: a history
+// gathered near the optimum leaves most kernels beyond the cut of any one candidate, but few blocks of 8
+// entirely), so exp runs on them alone; otherwise the blocks whose terms all lie below the cut are skipped
+// (kernels sorted by centre keep those blocks together).
 template <class Arch>
-double sum_exp(double* t, std::size_t n, double m) {
+double sum_exp(double* t, std::size_t n, double m, bool pack) {
   using B = xsimd::batch<double, Arch>;
   constexpr std::size_t W = B::size;
   if (!(m > -std::numeric_limits<double>::infinity())) return m == m ? 0.0 : m;  // no kernel: 0 (NaN stays)
@@ -117,15 +118,17 @@ double sum_exp(double* t, std::size_t n, double m) {
   const B shift(m), floor(-kCut), lowest(-708.0);
   B sum(0.0);
   if constexpr (kPacks<Arch>) {
-    std::size_t live = 0;
-    for (std::size_t k = 0; k < n; k += W) live += pack_above(t + live, B::load_unaligned(t + k) - shift, floor);
-    std::fill(t + live, t + padded(live), -708.0);  // (padded(live) <= n: n is a multiple of kPad)
-    for (std::size_t k = 0; k < live; k += W) sum += xsimd::exp(B::load_unaligned(t + k));
-  } else {
-    for (std::size_t k = 0; k < n; k += W) {
-      const B y = B::load_unaligned(t + k) - shift;
-      if (xsimd::any(y > floor)) sum += xsimd::exp(xsimd::max(y, lowest));
+    if (pack) {
+      std::size_t live = 0;
+      for (std::size_t k = 0; k < n; k += W) live += pack_above(t + live, B::load_unaligned(t + k) - shift, floor);
+      std::fill(t + live, t + padded(live), -708.0);  // (padded(live) <= n: n is a multiple of kPad)
+      for (std::size_t k = 0; k < live; k += W) sum += xsimd::exp(B::load_unaligned(t + k));
+      return xsimd::hadd(sum);
     }
+  }
+  for (std::size_t k = 0; k < n; k += W) {
+    const B y = B::load_unaligned(t + k) - shift;
+    if (xsimd::any(y > floor)) sum += xsimd::exp(xsimd::max(y, lowest));
   }
   return xsimd::hadd(sum);
 }
