@@ -91,18 +91,28 @@ def single_process_regrets() -> list[float]:
     return _single_process_regrets(range(64))
 
 
-def _check(study: optuna.Study, single: list[float]) -> None:
+def _regret(study: optuna.Study) -> float:
+    """The shared study's simple regret, after checking what the storage promises."""
     trials = study.trials
     assert [t.number for t in trials] == list(range(N_TRIALS))  # none lost, none duplicated
     assert len({t._trial_id for t in trials}) == N_TRIALS
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
     points = {tuple(t.params[k] for k in sorted(t.params)) for t in trials}
     assert len(points) == N_TRIALS  # the workers never drew the same point
-    # As good as one process with the same budget: on Branin with 128 trials one process reaches simple
-    # regrets of 0 to ~0.09 over 64 seeds (median ~0.009; random search: median ~0.19); four workers with
-    # constant liar must land inside that range (in 12 trial runs of this test they reached 1e-4 to 0.033).
-    regret = study.best_value - kt.functions.get(FUNCTION).optimum
-    assert regret <= max(single), (regret, sorted(single))
+    return study.best_value - kt.functions.get(FUNCTION).optimum
+
+
+def _check(run: Any, single: list[float]) -> None:
+    """run(attempt) -> the shared study of a fresh 4-worker run. As good as one process with the same budget: on
+    Branin with 128 trials one process reaches simple regrets of 0 to ~0.09 over 64 seeds (median ~0.009; random
+    search: median ~0.19), and four workers with constant liar land in that range too (25 runs: 1e-4 to 0.106,
+    median ~0.012). Their interleaving cannot be seeded, so a run as good as one process still exceeds the
+    64 seeds' maximum with probability ~1/65: one run past it is followed by a second, which must not (both
+    past it: ~1/4,000 by chance)."""
+    regrets = [_regret(run(0))]
+    if regrets[0] > max(single):
+        regrets.append(_regret(run(1)))
+    assert regrets[-1] <= max(single), (regrets, sorted(single))
 
 
 # ------------------------------------------------------------------------------------ PostgreSQL
@@ -183,11 +193,12 @@ def postgres_url() -> Iterator[str]:
 
 
 def test_four_processes_share_a_postgresql_study(postgres_url: str, single_process_regrets: list[float]) -> None:
-    _check(_run_workers(("rdb", postgres_url), "kubetune-rdb"), single_process_regrets)
+    _check(lambda attempt: _run_workers(("rdb", postgres_url), f"kubetune-rdb-{attempt}"), single_process_regrets)
 
 
 def test_four_processes_share_a_journal_file(tmp_path: pathlib.Path, single_process_regrets: list[float]) -> None:
-    _check(_run_workers(("journal", str(tmp_path / "journal.log")), "kubetune-journal"), single_process_regrets)
+    _check(lambda attempt: _run_workers(("journal", str(tmp_path / f"journal-{attempt}.log")), "kubetune-journal"),
+           single_process_regrets)
 
 
 def test_single_process_reference(single_process_regrets: list[float]) -> None:
