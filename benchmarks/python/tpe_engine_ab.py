@@ -2,9 +2,10 @@
 slow and fast phases (on a shared box they move Python-heavy and C++-heavy work by different factors, so a ratio
 against a peer timed at another hour says little).
 
-Each trial of the pair runs a fresh process per build, alternately: tpe_own_runs.py's function and variant, a
-1,000-trial run (ask + evaluate + tell, as a user runs it) and the median of the next 30 asks. Printed: each
-build's medians and the median (and range) of the pairs' ratios, old / new. Example:
+Each pair runs a fresh process per build, alternately, with tpe_own_runs.py's own measurement (own_run, protocol
+"flow"): its function and variant, a 1,000-trial run (ask + evaluate + tell, as a user runs it) and the median
+of the next 30 asks. Printed: each build's medians and the median (and range) of the pairs' ratios, old / new.
+Example:
     .venv/bin/python benchmarks/python/tpe_engine_ab.py --old /tmp/old/python --new python --pairs 6
 """
 from __future__ import annotations
@@ -14,29 +15,17 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def one_run(fname: str, multivariate: bool, total: int, reps: int) -> tuple[float, float]:
+def one_run(fname: str, variant: str, total: int, reps: int) -> tuple[float, float]:
     """(median ask after `total` trials in ms, wall seconds of the first `total` trials)."""
     sys.path.insert(0, HERE)
     import tpe_own_runs as T
 
-    params, objective = T.FUNCTIONS[fname]
-    run = T.KubetuneRun(params, 0, multivariate)
-    asks, loop = [], 0.0
-    for n in range(total + reps):
-        w0 = time.perf_counter()
-        t, p = run.ask()
-        w1 = time.perf_counter()
-        run.tell(t, objective(p))
-        if n < total:
-            loop += time.perf_counter() - w0
-        else:
-            asks.append(w1 - w0)
-    return statistics.median(asks) * 1e3, loop
+    r = T.measure("kubetune", fname, variant == "multivariate", [total], reps, total, seed=0)
+    return r["ask"][str(total)]["wall_median_ms"], r["total_s"]
 
 
 def main(argv=None) -> None:
@@ -52,7 +41,7 @@ def main(argv=None) -> None:
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)  # (function, variant): one run, printed
     args = ap.parse_args(argv)
     if args.child:
-        ask, loop = one_run(args.child[0], args.child[1] == "multivariate", args.total, args.reps)
+        ask, loop = one_run(args.child[0], args.child[1], args.total, args.reps)
         print(ask, loop)
         return
     for fname in args.functions:

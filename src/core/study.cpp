@@ -20,7 +20,6 @@
 #include <sstream>
 #include <thread>
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 
 #include "kubetune/core/error.hpp"

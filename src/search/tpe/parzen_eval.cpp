@@ -110,12 +110,11 @@ void ParzenEstimator::points_log_pdf(const double* x, std::size_t m, const std::
   double top[kBlock];
   kern.joint_terms({x, m, D, kind_.data(), mu_.data(), coef_.data(), base_.data(), stride_, pitch_, terms, top});
   // Each point's sum of exp(term - top), then top + log(sum) for the block at once.
-  alignas(64) double sums[kBlock] = {};
+  double sums[kBlock] = {};
   for (std::size_t r = 0; r < m; ++r) {
     double* t = terms + r * stride_;
-    if (outside[r]) {
-      sums[r] = 0.0;
-    } else if (dr.n_discrete == 0) {
+    if (outside[r]) continue;
+    if (dr.n_discrete == 0) {
       sums[r] = kern.sum_exp(t, stride_, top[r], D > 1);  // (a one-parameter g(x) has its kernels sorted)
     } else {
       // The kernels' bin masses on the point's values (their product over the discrete dimensions) weigh the
